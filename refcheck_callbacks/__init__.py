@@ -1,0 +1,55 @@
+"""refcheck_callbacks: claim-level hallucination checks for RAG apps, exported as OpenTelemetry.
+
+Importing this package is light: torch, transformers and litellm load only when a component
+that needs them is built.
+"""
+
+from refcheck_callbacks.aggregate import Aggregator
+from refcheck_callbacks.intake import InputLimits
+from refcheck_callbacks.monitor import RefCheckMonitor
+from refcheck_callbacks.pipeline import StageTimeouts
+from refcheck_callbacks.stats import Tally
+from refcheck_callbacks.tracing import current_trace_context
+from refcheck_callbacks.types import (
+    CharSpan,
+    CheckItem,
+    CheckRequest,
+    CheckResult,
+    Claim,
+    Evidence,
+    Label,
+    Outcome,
+    Ratios,
+    Reference,
+    ResponseLabel,
+    TraceContext,
+    Triplet,
+    Usage,
+    Verdict,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Aggregator",
+    "CharSpan",
+    "CheckItem",
+    "CheckRequest",
+    "CheckResult",
+    "Claim",
+    "Evidence",
+    "InputLimits",
+    "Label",
+    "Outcome",
+    "Ratios",
+    "RefCheckMonitor",
+    "Reference",
+    "ResponseLabel",
+    "StageTimeouts",
+    "Tally",
+    "TraceContext",
+    "Triplet",
+    "Usage",
+    "Verdict",
+    "current_trace_context",
+]

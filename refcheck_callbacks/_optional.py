@@ -1,0 +1,23 @@
+"""Lazy imports of optional dependencies, with an error that names the extra to install.
+
+`import refcheck_callbacks` must stay light: torch, transformers and litellm are imported
+only when a component that needs them is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message says which extra brings it."""
+
+
+def require(module: str, extra: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{module!r} is not installed; install it with: pip install 'refcheck-callbacks[{extra}]'"
+        ) from exc

@@ -1,0 +1,6 @@
+"""Checkers: offline embedded default; NLI models; LLM judges. Plus shared segmentation."""
+
+from refcheck_callbacks.check.base import Checker, SyncChecker
+from refcheck_callbacks.check.embedded import EmbeddedChecker
+
+__all__ = ["Checker", "EmbeddedChecker", "SyncChecker"]

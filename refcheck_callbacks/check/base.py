@@ -1,0 +1,37 @@
+"""The checker protocol: many (claim, references) items in, one verdict per item out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from refcheck_callbacks.types import CheckItem, Verdict
+
+
+@runtime_checkable
+class Checker(Protocol):
+    """Labels claims against references.
+
+    Batch-first: the engine flattens the claims of every request in its batch into one list, so
+    a checker can sort, pack and deduplicate across requests. A failure on one claim is a
+    `Verdict(label=None, error=...)`; raising fails the whole call.
+    """
+
+    name: str
+
+    async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        """One verdict per item, in order."""
+        ...
+
+
+class SyncChecker:
+    """Base for CPU-bound checkers: the work runs in a thread so timeouts stay enforceable."""
+
+    name = "sync"
+
+    def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        raise NotImplementedError
+
+    async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        return await asyncio.to_thread(self.check_batch, items)

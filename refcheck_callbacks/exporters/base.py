@@ -1,0 +1,36 @@
+"""The exporter contract: where results and counts leave the monitor.
+
+Exporters run in the monitor's worker thread, after each batch; a raising exporter is
+isolated and counted. They know only `CheckResult` and the counters, never the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from refcheck_callbacks.stats import Tally
+from refcheck_callbacks.types import CheckResult
+
+
+class Exporter:
+    """Base class with no-op defaults; override what the back end needs."""
+
+    name = "exporter"
+
+    def bind(self, queue_size: Callable[[], int]) -> None:
+        """Called once by the monitor; `queue_size()` reads the current queue length."""
+
+    def export(self, result: CheckResult) -> None:
+        """One checked (or failed, or abstained) answer."""
+
+    def record(self, tally: Tally, reason: str, count: int = 1) -> None:
+        """A drop, skip or internal error, by reason."""
+
+    def record_batch(self, requests: int, claims: int) -> None:
+        """The size of one batch handed to the checker."""
+
+    def force_flush(self, timeout: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        """Release resources; called once, at monitor shutdown."""

@@ -1,0 +1,6 @@
+"""Claim extractors: offline sentence claims; LLM claim-triplets."""
+
+from refcheck_callbacks.extract.base import Extraction, Extractor, SyncExtractor
+from refcheck_callbacks.extract.sentences import SentenceExtractor
+
+__all__ = ["Extraction", "Extractor", "SentenceExtractor", "SyncExtractor"]

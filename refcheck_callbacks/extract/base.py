@@ -1,0 +1,44 @@
+"""The extractor protocol: many requests in, one claim list (or a failure) per request out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from refcheck_callbacks.types import CheckRequest, Claim, Usage
+
+
+class Extraction(BaseModel):
+    """The claims of one answer, or why there are none."""
+
+    claims: list[Claim] = Field(default_factory=list)
+    usage: Usage | None = None
+    error: str | None = None
+    """Set when extraction failed for this request; its claims are then meaningless."""
+    error_type: str | None = None
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Turns answers into claims. Batch-first: the engine hands over many requests at once."""
+
+    name: str
+
+    async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
+        """One `Extraction` per request, in order. Raising fails the whole batch."""
+        ...
+
+
+class SyncExtractor:
+    """Base for CPU-bound extractors: the work runs in a thread so timeouts stay enforceable."""
+
+    name = "sync"
+
+    def extract_batch(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
+        raise NotImplementedError
+
+    async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
+        return await asyncio.to_thread(self.extract_batch, requests)

@@ -1,0 +1,161 @@
+"""Turning whatever the caller passed into a valid `CheckRequest`, without ever raising.
+
+Production inputs are messy: bytes with invalid UTF-8, lone surrogates, None, a 5 MB page.
+Every repair is recorded in `CheckRequest.notes`, so a result always says what was checked.
+Runs in the worker, never on the caller's path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference, TraceContext
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """Bounds on what one request may hold; beyond them text is truncated (and noted)."""
+
+    max_answer_chars: int = 20_000
+    max_reference_chars: int = 200_000
+    """Across all references of a request."""
+    max_references: int = 100
+    max_claims: int = 64
+
+
+@dataclass(slots=True)
+class RawInput:
+    """The caller's arguments, captured as-is on the hot path."""
+
+    answer: Any
+    references: Any
+    question: Any = None
+    claims: Any = None
+    trace_context: TraceContext | None = None
+    metadata: Any = None
+    model: Any = None
+    response_id: Any = None
+    submitted_at: float = 0.0
+
+
+def as_text(value: Any, what: str, notes: list[str]) -> str:
+    """A clean str from str, bytes or anything printable; repairs are noted."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        text = raw.decode("utf-8", errors="replace")
+        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+            notes.append(f"{what}: invalid UTF-8 bytes were replaced with U+FFFD")
+        return text
+    if not isinstance(value, str):
+        notes.append(f"{what}: a {type(value).__name__} was converted to text")
+        value = str(value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        notes.append(f"{what}: unpaired surrogate characters were replaced with U+FFFD")
+        value = value.encode("utf-8", errors="replace").decode("utf-8")
+    return value
+
+
+def _optional_text(value: Any, what: str, notes: list[str]) -> str | None:
+    return None if value is None else as_text(value, what, notes)
+
+
+def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
+    what = f"reference {index}"
+    if isinstance(item, Reference):
+        fixed = as_text(item.text, what, notes)
+        return item if fixed is item.text else item.model_copy(update={"text": fixed})
+    if isinstance(item, Mapping):
+        text = item.get("text", item.get("page_content"))
+        if text is None:
+            notes.append(f"{what}: a mapping without 'text' was skipped")
+            return None
+        score = item.get("score")
+        return Reference(
+            text=as_text(text, what, notes),
+            id=None if item.get("id") is None else str(item.get("id")),
+            score=float(score) if isinstance(score, int | float) else None,
+            metadata=dict(item.get("metadata") or {}),
+        )
+    if item is None:
+        notes.append(f"{what}: None was skipped")
+        return None
+    return Reference(text=as_text(item, what, notes))
+
+
+def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Reference]:
+    if value is None:
+        return []
+    if isinstance(value, str | bytes | Reference | Mapping):
+        value = [value]
+    if not isinstance(value, Sequence):
+        value = list(value)
+    if len(value) > limits.max_references:
+        notes.append(f"references: only the first {limits.max_references} of {len(value)} kept")
+        value = value[: limits.max_references]
+    references = []
+    budget = limits.max_reference_chars
+    for index, item in enumerate(value):
+        reference = _reference(item, index, notes)
+        if reference is None:
+            continue
+        if not reference.text.strip():
+            notes.append(f"reference {index}: empty text was skipped")
+            continue
+        if len(reference.text) > budget:
+            notes.append(
+                f"reference {index}: truncated from {len(reference.text):,} to {budget:,} "
+                f"characters (max_reference_chars={limits.max_reference_chars:,})"
+            )
+            reference = reference.model_copy(update={"text": reference.text[:budget]})
+        budget -= len(reference.text)
+        references.append(reference)
+        if budget <= 0:
+            break
+    return references
+
+
+def _claims(value: Any, answer: str, limits: InputLimits, notes: list[str]) -> list[Claim] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | Claim):
+        value = [value]
+    claims = []
+    for index, item in enumerate(list(value)[: limits.max_claims]):
+        if isinstance(item, Claim):
+            claims.append(item)
+            continue
+        text = as_text(item, f"claim {index}", notes).strip()
+        if not text:
+            continue
+        offset = answer.find(text)
+        span = CharSpan(start=offset, end=offset + len(text)) if offset >= 0 else None
+        claims.append(Claim(text=text, span=span))
+    return claims
+
+
+def build_request(raw: RawInput, limits: InputLimits) -> CheckRequest:
+    """A valid request from raw input; never raises on content, only notes repairs."""
+    notes: list[str] = []
+    answer = "" if raw.answer is None else as_text(raw.answer, "answer", notes)
+    if len(answer) > limits.max_answer_chars:
+        notes.append(
+            f"answer: truncated from {len(answer):,} to {limits.max_answer_chars:,} characters"
+        )
+        answer = answer[: limits.max_answer_chars]
+    metadata = dict(raw.metadata) if isinstance(raw.metadata, Mapping) else {}
+    return CheckRequest(
+        answer=answer,
+        references=_references(raw.references, limits, notes),
+        question=_optional_text(raw.question, "question", notes),
+        claims=_claims(raw.claims, answer, limits, notes),
+        trace_context=raw.trace_context,
+        metadata=metadata,
+        model=_optional_text(raw.model, "model", notes),
+        response_id=_optional_text(raw.response_id, "response_id", notes),
+        notes=notes,
+        **({"submitted_at": raw.submitted_at} if raw.submitted_at else {}),
+    )

@@ -1,0 +1,1 @@
+"""Framework integrations: they capture question, answer and references, and submit. Nothing else."""

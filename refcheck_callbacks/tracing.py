@@ -1,0 +1,19 @@
+"""Capturing the app's OpenTelemetry span context, so the evaluation joins the app's trace."""
+
+from __future__ import annotations
+
+from opentelemetry import trace
+
+from refcheck_callbacks.types import TraceContext
+
+
+def current_trace_context() -> TraceContext | None:
+    """The span context current in this thread or task, or None when nothing is being traced."""
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return TraceContext(
+        trace_id=format(context.trace_id, "032x"),
+        span_id=format(context.span_id, "016x"),
+        trace_flags=int(context.trace_flags),
+    )

@@ -1,0 +1,244 @@
+"""The data that crosses module boundaries: requests in, results out.
+
+Everything an integration hands to the monitor, and everything an exporter or hook receives,
+is one of these pydantic models. Inside the pipeline they are treated as plain values.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Label(str, Enum):
+    """RefChecker's three claim labels."""
+
+    ENTAILMENT = "entailment"
+    NEUTRAL = "neutral"
+    CONTRADICTION = "contradiction"
+
+
+class ResponseLabel(str, Enum):
+    """The label of a whole answer: an aggregate of its claims, or abstain when it has none."""
+
+    ENTAILMENT = "entailment"
+    NEUTRAL = "neutral"
+    CONTRADICTION = "contradiction"
+    ABSTAIN = "abstain"
+
+
+class Outcome(str, Enum):
+    """What happened to a request; every request ends in exactly one of these."""
+
+    CHECKED = "checked"
+    """Every claim got a verdict."""
+    PARTIAL = "partial"
+    """Some claims got a verdict, others failed (see each `Verdict.error`)."""
+    ABSTAIN = "abstain"
+    """The answer holds no checkable claim (a refusal, a question, a greeting)."""
+    EMPTY_ANSWER = "empty_answer"
+    NO_REFERENCES = "no_references"
+    INVALID_INPUT = "invalid_input"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=False, extra="forbid")
+
+
+class CharSpan(_Model):
+    """A half-open character range `[start, end)` into a text."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CharSpan:
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end} is before its start {self.start}")
+        return self
+
+    def of(self, text: str) -> str:
+        """The text this span covers."""
+        return text[self.start : self.end]
+
+
+class Triplet(_Model):
+    """A claim-triplet as RefChecker extracts it."""
+
+    subject: str
+    predicate: str
+    object: str
+
+    def as_text(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object}"
+
+
+class Reference(_Model):
+    """A retrieved document: the text a claim is checked against."""
+
+    text: str
+    id: str | None = None
+    score: float | None = None
+    """The retriever's relevance score, when the retriever gave one."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Claim(_Model):
+    """One checkable statement taken from the answer."""
+
+    text: str
+    triplet: Triplet | None = None
+    span: CharSpan | None = None
+    """Where the claim sits in the answer; None when it could not be located."""
+
+
+class Evidence(_Model):
+    """The reference text that decided a verdict."""
+
+    reference_index: int = Field(ge=0)
+    reference_id: str | None = None
+    span: CharSpan
+    """Characters of `request.references[reference_index].text`."""
+    probability: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The checker's probability of the verdict's label on this piece of evidence."""
+
+
+class Usage(_Model):
+    """Tokens and money spent on a request by LLM-backed stages."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    cost_usd: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            requests=self.requests + other.requests,
+            cost_usd=cost,
+        )
+
+
+class Verdict(_Model):
+    """A checker's decision on one claim. `label` is None when the checker failed on it."""
+
+    label: Label | None
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    probabilities: dict[Label, float] | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    explanation: str | None = None
+    error: str | None = None
+    """Why no label could be given (for example an unparseable judge reply)."""
+    error_type: str | None = None
+    """A FAVA-style hallucination type, when the checker assigns one."""
+    suggestion: str | None = None
+    """A suggested replacement text for the claim, when the checker proposes one."""
+    usage: Usage | None = None
+
+    @model_validator(mode="after")
+    def _failed_verdicts_say_why(self) -> Verdict:
+        if self.label is None and not self.error:
+            raise ValueError("a verdict without a label must say why in `error`")
+        return self
+
+
+class Ratios(_Model):
+    """RefChecker's soft aggregate: the share of each label among a response's claims."""
+
+    entailment: float = 0.0
+    neutral: float = 0.0
+    contradiction: float = 0.0
+
+    @property
+    def hallucination(self) -> float:
+        """Neutral plus contradiction: the claims the references do not support."""
+        return self.neutral + self.contradiction
+
+
+class TraceContext(_Model):
+    """The OpenTelemetry span context that was current when the app produced the answer."""
+
+    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    span_id: str = Field(pattern=r"^[0-9a-f]{16}$")
+    trace_flags: int = 1
+
+    @property
+    def trace_id_int(self) -> int:
+        return int(self.trace_id, 16)
+
+
+class CheckRequest(_Model):
+    """One answer to check, with the references it was written from."""
+
+    answer: str
+    references: list[Reference] = Field(default_factory=list)
+    question: str | None = None
+    claims: list[Claim] | None = None
+    """Claims given by the caller; extraction is skipped when set."""
+    trace_context: TraceContext | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = None
+    """The model that wrote the answer (`gen_ai.request.model`), when known."""
+    response_id: str | None = None
+    """The generation's id (`gen_ai.response.id`), when known."""
+    request_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    submitted_at: float = Field(default_factory=time.time)
+    notes: list[str] = Field(default_factory=list)
+    """What was changed while accepting the input (truncation, decoding)."""
+
+
+class CheckResult(_Model):
+    """Everything the pipeline learned about one answer."""
+
+    request: CheckRequest
+    outcome: Outcome
+    claims: list[Claim] = Field(default_factory=list)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    response_label: ResponseLabel | None = None
+    """Strict aggregate of the claims (or abstain); None when the answer was not checked."""
+    ratios: Ratios | None = None
+    error_type: str | None = None
+    """The exception or failure class when the outcome is error or timeout."""
+    message: str | None = None
+    """Why the outcome is what it is, for any outcome but checked (the failure, for errors)."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds spent per stage: queue, extract, check, aggregate, total."""
+    extractor: str | None = None
+    checker: str | None = None
+    usage: Usage | None = None
+    finished_at: float = Field(default_factory=time.time)
+
+    @property
+    def hallucination_ratio(self) -> float | None:
+        return None if self.ratios is None else self.ratios.hallucination
+
+    def evidence_text(self, claim_index: int, max_chars: int | None = None) -> str:
+        """The text of the first evidence of a claim's verdict ('' when there is none)."""
+        verdict = self.verdicts[claim_index]
+        if not verdict.evidence:
+            return ""
+        evidence = verdict.evidence[0]
+        text = evidence.span.of(self.request.references[evidence.reference_index].text)
+        if max_chars is not None and len(text) > max_chars:
+            return text[: max_chars - 1] + "…"
+        return text
+
+
+class CheckItem(_Model):
+    """One claim to check, as a checker receives it: the claim and its request's references."""
+
+    claim: Claim
+    references: list[Reference]
+    question: str | None = None
+    request_id: str
+    claim_index: int = Field(ge=0)
