@@ -13,7 +13,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from refcheck_callbacks import CheckResult, Reference, RefCheckMonitor
+from refcheck_callbacks import CheckResult, RefCheckMonitor, Reference
 
 EXAMPLES = Path(__file__).with_name("rag_examples.json")
 
@@ -29,9 +29,7 @@ def print_result(result: CheckResult) -> None:
     label = result.response_label.value if result.response_label else "-"
     ratio = result.hallucination_ratio
     hallucinated = "-" if ratio is None else f"{ratio:.0%}"
-    print(
-        f"   outcome={result.outcome.value}  response={label}  hallucination rate={hallucinated}"
-    )
+    print(f"   outcome={result.outcome.value}  response={label}  hallucination rate={hallucinated}")
     if result.message:
         print(textwrap.indent(result.message, "   "))
     if not result.claims:

@@ -19,5 +19,6 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
-            f"{module!r} is not installed; install it with: pip install 'refcheck-callbacks[{extra}]'"
+            f"{module!r} is not installed; install it with: "
+            f"pip install 'refcheck-callbacks[{extra}]'"
         ) from exc

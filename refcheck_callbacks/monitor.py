@@ -1,4 +1,4 @@
-"""`RefCheckMonitor`: the one object an app creates. It takes answers and checks them in the background.
+"""`RefCheckMonitor`: the one object an app creates; it checks answers in the background.
 
 `submit` is the production path: it captures the arguments, samples, and enqueues in
 microseconds, never blocking or raising. `check` / `acheck` run one answer through the same
@@ -148,7 +148,14 @@ class RefCheckMonitor:
                 self.record(Tally.SKIPPED, "sampled_out")
                 return False
             raw = RawInput(
-                answer, references, question, claims, context, metadata, model, response_id,
+                answer,
+                references,
+                question,
+                claims,
+                context,
+                metadata,
+                model,
+                response_id,
                 time.time(),
             )
             if self._worker.put(raw):
@@ -314,7 +321,7 @@ class RefCheckMonitor:
         return flushed
 
     def shutdown(self, timeout: float = 30.0) -> bool:
-        """Finish queued work (within `timeout`), stop the worker, shut exporters down. Idempotent."""
+        """Finish queued work (within `timeout`), stop the worker and exporters. Idempotent."""
         if self._shut_down:
             return True
         self._shut_down = True

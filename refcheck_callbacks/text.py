@@ -10,12 +10,37 @@ from __future__ import annotations
 import re
 
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no al approx inc ltd co corp u.s u.k".split()
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "vs",
+        "etc",
+        "e.g",
+        "i.e",
+        "fig",
+        "no",
+        "al",
+        "approx",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "u.s",
+        "u.k",
+    ]
 )
 
 # A sentence ends at . ! ? (optionally followed by closing quotes or brackets) before
 # whitespace, or at a line break that starts a new block (blank line, bullet, heading).
-_SENTENCE_END = re.compile(r"""[.!?。！？]+["'”’)\]]*(?=\s)|\n\s*\n|\n(?=\s*(?:[-*•+]|\d+[.)]|#))""")
+_SENTENCE_END = re.compile(
+    r"""[.!?。！？]+["'”’)\]]*(?=\s)|\n\s*\n|\n(?=\s*(?:[-*•+]|\d+[.)]|#))"""
+)
 _WORD = re.compile(r"\S+")
 
 
@@ -30,7 +55,7 @@ def _is_decimal_point(text: str, index: int) -> bool:
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Half-open `(start, end)` offsets of each sentence, whitespace trimmed, empty ones left out."""
+    """Half-open `(start, end)` offsets of each sentence, trimmed; empty sentences left out."""
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _SENTENCE_END.finditer(text):

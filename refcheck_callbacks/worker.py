@@ -24,6 +24,12 @@ Item = TypeVar("Item")
 R = TypeVar("R")
 
 
+def _reset_in_child(ref: weakref.ReferenceType[BackgroundWorker[Any]]) -> None:
+    worker = ref()
+    if worker is not None:
+        worker._reset_state()
+
+
 class BackgroundWorker(Generic[Item]):
     def __init__(
         self,
@@ -45,7 +51,7 @@ class BackgroundWorker(Generic[Item]):
         self.closed = False
         self._reset_state()
         ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: (w := ref()) and w._reset_state())
+        os.register_at_fork(after_in_child=lambda: _reset_in_child(ref))
 
     def _reset_state(self) -> None:
         """Fresh locks, queue and no thread: used at start and in a forked child."""

@@ -1,4 +1,4 @@
-"""Shared fixtures. Model-backed parts are built once per session: the 2-core CI is slow to load them."""
+"""Shared fixtures. Model-backed parts are built once per session: loading them is slow."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from refcheck_callbacks import CheckResult, RefCheckMonitor  # noqa: E402
-from refcheck_callbacks.check.embedded import EmbeddedChecker  # noqa: E402
-from refcheck_callbacks.check.encoder import SentenceEncoder  # noqa: E402
+from refcheck_callbacks import CheckResult, RefCheckMonitor
+from refcheck_callbacks.check.embedded import EmbeddedChecker
+from refcheck_callbacks.check.encoder import SentenceEncoder
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

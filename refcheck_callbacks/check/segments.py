@@ -28,9 +28,7 @@ class Segment:
     text: str
 
 
-def _split_long_sentence(
-    text: str, start: int, end: int, max_tokens: int
-) -> list[tuple[int, int]]:
+def _split_long_sentence(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
     """Split one over-long sentence at word boundaries into pieces of at most max_tokens words."""
     words = word_spans(text, start, end)
     return [

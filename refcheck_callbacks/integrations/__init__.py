@@ -1,1 +1,1 @@
-"""Framework integrations: they capture question, answer and references, and submit. Nothing else."""
+"""Framework integrations: capture question, answer and references, then submit. Nothing else."""
