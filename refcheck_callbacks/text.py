@@ -10,30 +10,7 @@ from __future__ import annotations
 import re
 
 _ABBREVIATIONS = frozenset(
-    [
-        "mr",
-        "mrs",
-        "ms",
-        "dr",
-        "prof",
-        "sr",
-        "jr",
-        "st",
-        "vs",
-        "etc",
-        "e.g",
-        "i.e",
-        "fig",
-        "no",
-        "al",
-        "approx",
-        "inc",
-        "ltd",
-        "co",
-        "corp",
-        "u.s",
-        "u.k",
-    ]
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no al approx inc ltd co corp u.s u.k".split()
 )
 
 # A sentence ends at . ! ? (optionally followed by closing quotes or brackets) before
