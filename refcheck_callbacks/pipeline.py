@@ -44,6 +44,7 @@ class _Job:
     message: str | None = None
     error_type: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    stage_started: dict[str, float] = field(default_factory=dict)
     usage: Usage | None = None
 
     @property
@@ -103,6 +104,7 @@ class Pipeline:
         jobs = [_Job(request) for request in requests]
         for job in jobs:
             job.timings["queue"] = max(0.0, started - job.request.submitted_at)
+            job.stage_started["queue"] = job.request.submitted_at
         self._redact(jobs)
         self._screen(jobs)
         await self._extract([j for j in jobs if j.open and j.request.claims is None])
@@ -118,6 +120,7 @@ class Pipeline:
         if self.redact is None:
             return
         for job in jobs:
+            job.stage_started["redact"] = time.time()
             t0 = time.perf_counter()
             try:
                 job.request = redact_request(job.request, self.redact)
@@ -189,6 +192,7 @@ class Pipeline:
         """Run `call` on the batch; on failure retry one by one so errors stay per request."""
         if not jobs:
             return []
+        wall_start = time.time()
         t0 = time.perf_counter()
         try:
             outputs = await asyncio.wait_for(call(jobs), timeout)
@@ -210,9 +214,11 @@ class Pipeline:
         elapsed = time.perf_counter() - t0
         for job in jobs:
             job.timings.setdefault(stage, elapsed)
+            job.stage_started.setdefault(stage, wall_start)
         return paired
 
     def _result(self, job: _Job, started: float) -> CheckResult:
+        job.stage_started["aggregate"] = time.time()
         t0 = time.perf_counter()
         labels: list[Label] = [v.label for v in job.verdicts if v.label is not None]
         if job.open:
@@ -228,6 +234,7 @@ class Pipeline:
         abstained = job.outcome is Outcome.ABSTAIN
         job.timings["aggregate"] = time.perf_counter() - t0
         job.timings["total"] = time.time() - started + job.timings["queue"]
+        job.stage_started["total"] = job.request.submitted_at
         return CheckResult(
             request=job.request,
             outcome=job.outcome or Outcome.ERROR,
@@ -240,6 +247,7 @@ class Pipeline:
             error_type=job.error_type,
             message=job.message,
             timings=job.timings,
+            stage_started=job.stage_started,
             extractor=None if job.request.claims is not None else self.extractor.name,
             checker=self.checker.name,
             usage=job.usage,

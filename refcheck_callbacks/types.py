@@ -213,6 +213,8 @@ class CheckResult(_Model):
     """Why the outcome is what it is, for any outcome but checked (the failure, for errors)."""
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds spent per stage: queue, extract, check, aggregate, total."""
+    stage_started: dict[str, float] = Field(default_factory=dict)
+    """Wall-clock start (epoch seconds) of each stage in `timings`, for exporters' stage spans."""
     extractor: str | None = None
     checker: str | None = None
     usage: Usage | None = None
