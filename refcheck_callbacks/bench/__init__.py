@@ -1,0 +1,1 @@
+"""Benchmarking checkers on the public labelled sets in `../shared/data`."""
