@@ -7,11 +7,14 @@ Runs in the worker, never on the caller's path.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference, TraceContext
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ def as_text(value: Any, what: str, notes: list[str]) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError:
         notes.append(f"{what}: unpaired surrogate characters were replaced with U+FFFD")
-        value = value.encode("utf-8", errors="replace").decode("utf-8")
+        value = _SURROGATE.sub("\ufffd", value)
     return value
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 import re
 
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no al approx inc ltd co corp u.s u.k".split()
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no al approx inc ltd co corp u.s u.k a.m p.m"
+    "".split()
 )
 
 # A sentence ends at . ! ? (optionally followed by closing quotes or brackets) before
-# whitespace, or at a line break that starts a new block (blank line, bullet, heading).
+# whitespace, at a line break that starts a new block (blank line, bullet, heading), or at
+# the end of a markdown heading line.
 _SENTENCE_END = re.compile(
     r"""[.!?。！？]+["'”’)\]]*(?=\s)|\n\s*\n|\n(?=\s*(?:[-*•+]|\d+[.)]|#))"""
+    r"""|(?m:^#{1,6}[ \t][^\n]*\n)"""
 )
 _WORD = re.compile(r"\S+")
 

@@ -14,7 +14,7 @@ from refcheck_callbacks.extract.base import Extraction, SyncExtractor
 from refcheck_callbacks.text import count_words, sentence_spans
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim
 
-_LIST_MARKER = re.compile(r"^(?:[-*•+]\s+|\d{1,3}[.)]\s+|#{1,6}\s+|>\s*)+")
+_LIST_MARKER = re.compile(r"(?:[-*•+]\s+|\d{1,3}[.)]\s+|#{1,6}\s+|>\s*)+")
 _CLAUSE_BREAK = re.compile(r";\s+")
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|thanks|thank you|sure|certainly|of course|absolutely|great question|"
@@ -67,9 +67,9 @@ def sentence_claims(answer: str) -> list[Claim]:
     """The checkable sentences and clauses of an answer, in order, with spans."""
     claims: list[Claim] = []
     for start, end in sentence_spans(answer):
+        if answer.startswith("#", start):
+            continue  # a heading names a topic; it states nothing
         start = _strip_marker(answer, start, end)
-        if answer[start:end].lstrip().startswith("#"):
-            continue
         for clause_start, clause_end in _clauses(answer, start, end):
             text = answer[clause_start:clause_end].strip()
             if _is_claim(text):

@@ -1,0 +1,121 @@
+"""Bad input gets a defined outcome and a clear message, never an exception."""
+
+from __future__ import annotations
+
+import pytest
+
+from refcheck_callbacks import Outcome, RefCheckMonitor, Reference, ResponseLabel, Tally
+
+REFERENCE = "The Eiffel Tower is 330 metres tall. It was completed in 1889 in Paris."
+
+
+def test_empty_answer(monitor: RefCheckMonitor) -> None:
+    for answer in ["", "   \n\t ", None]:
+        result = monitor.check(answer=answer, references=[REFERENCE])
+        assert result.outcome is Outcome.EMPTY_ANSWER
+        assert result.message == "the answer is empty: there is nothing to check"
+        assert result.response_label is None and result.verdicts == []
+
+
+def test_no_references(monitor: RefCheckMonitor) -> None:
+    for references in [None, [], [None, "", "   "]]:
+        result = monitor.check(answer="The tower is 330 metres tall.", references=references)
+        assert result.outcome is Outcome.NO_REFERENCES
+        assert "no references" in (result.message or "")
+
+
+def test_skipped_references_are_noted(monitor: RefCheckMonitor) -> None:
+    result = monitor.check(answer="The tower is 330 metres tall.", references=[None, REFERENCE])
+    assert result.outcome is Outcome.CHECKED
+    assert "reference 0: None was skipped" in result.request.notes
+
+
+def test_a_five_megabyte_reference_is_truncated_and_checked(monitor: RefCheckMonitor) -> None:
+    huge = REFERENCE + " " + "Filler sentence about nothing in particular. " * 115_000
+    assert len(huge) > 5_000_000
+    result = monitor.check(answer="The Eiffel Tower is 330 metres tall.", references=[huge])
+    assert result.outcome is Outcome.CHECKED
+    assert len(result.request.references[0].text) == monitor.limits.max_reference_chars
+    assert any(
+        "truncated" in note and "max_reference_chars" in note for note in result.request.notes
+    )
+    assert result.verdicts[0].evidence, "the supporting sentence at the start must still be found"
+
+
+def test_invalid_utf8_bytes_are_decoded_with_replacement(monitor: RefCheckMonitor) -> None:
+    answer = b"The Eiffel Tower is 330 metres tall \xff\xfe."
+    result = monitor.check(answer=answer, references=[REFERENCE.encode("utf-8")])
+    assert result.outcome is Outcome.CHECKED
+    assert "\ufffd" in result.request.answer
+    assert "answer: invalid UTF-8 bytes were replaced with U+FFFD" in result.request.notes
+    assert result.request.references[0].text == REFERENCE
+
+
+def test_lone_surrogates_are_repaired(monitor: RefCheckMonitor) -> None:
+    result = monitor.check(answer="The tower is 330 metres \udc80 tall.", references=[REFERENCE])
+    assert result.outcome is Outcome.CHECKED
+    result.request.answer.encode("utf-8")  # now encodable: exporters and JSON won't choke
+    assert any("surrogate" in note for note in result.request.notes)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference"),
+    [
+        ("The tower 🗼 is 330 metres tall 🎉.", "The tower 🗼 is 330 metres tall."),
+        ("מגדל אייפל נמצא בפריז ובנוי מברזל.", "מגדל אייפל הוא מגדל סריג מברזל בפריז."),
+        ("برج إيفل يقع في باريس وهو مصنوع من الحديد.", "برج إيفل هو برج من الحديد في باريس."),
+    ],
+)
+def test_emoji_and_right_to_left_text(
+    monitor: RefCheckMonitor, answer: str, reference: str
+) -> None:
+    result = monitor.check(answer=answer, references=[Reference(text=reference, id="r")])
+    assert result.outcome is Outcome.CHECKED
+    for claim in result.claims:
+        assert claim.span is not None and claim.span.of(answer) == claim.text
+    evidence = result.verdicts[0].evidence[0]
+    assert evidence.reference_id == "r"
+    assert evidence.span.of(reference)
+
+
+def test_non_text_values_are_converted_and_noted(monitor: RefCheckMonitor) -> None:
+    result = monitor.check(
+        question=42,
+        answer="The tower is 330 metres tall.",
+        references=[{"text": REFERENCE, "id": 7}],
+    )
+    assert result.outcome is Outcome.CHECKED
+    assert result.request.question == "42"
+    assert result.request.references[0].id == "7"
+    assert "question: a int was converted to text" in result.request.notes
+
+
+def test_a_refusal_only_answer_abstains(monitor: RefCheckMonitor) -> None:
+    result = monitor.check(answer="I'm sorry, but I cannot answer that.", references=[REFERENCE])
+    assert result.outcome is Outcome.ABSTAIN
+    assert result.response_label is ResponseLabel.ABSTAIN
+    assert result.ratios is None
+
+
+def test_an_unreadable_trace_context_is_invalid_input(monitor: RefCheckMonitor) -> None:
+    result = monitor.check(answer="x y z", references=[REFERENCE], trace_context="not-a-context")
+    assert result.outcome is Outcome.INVALID_INPUT
+    assert result.error_type == "ValidationError"
+    assert "could not be read" in (result.message or "")
+
+
+def test_bad_submissions_never_raise_and_all_get_results(monitor, sink) -> None:
+    bad = [
+        dict(answer=None, references=None),
+        dict(answer=b"\xff\xfe\xfd", references=[b"\x80abc def ghi"]),
+        dict(answer="ok answer here.", references=12345),
+        dict(answer=object(), references=[object()]),
+        dict(answer="The tower is tall.", references=[REFERENCE], trace_context="garbage"),
+    ]
+    for kwargs in bad:
+        assert monitor.submit(**kwargs) is True
+    assert monitor.flush(timeout=60)
+    assert len(sink.results) == len(bad)
+    outcomes = {r.outcome for r in sink.results}
+    assert Outcome.EMPTY_ANSWER in outcomes and Outcome.INVALID_INPUT in outcomes
+    assert monitor.stats.get(Tally.ERRORS) == 0
