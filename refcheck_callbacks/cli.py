@@ -1,0 +1,286 @@
+"""The `refcheck` command: check RefChecker-format files, benchmark checkers, run the demo.
+
+Each subcommand parses its options here and hands the work to the module that owns it:
+`batch` (extract / check / extract-check), `bench.runner` (bench), the quickstart (demo).
+Heavy imports happen inside the subcommand, so `refcheck --help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from refcheck_callbacks.aggregate import Aggregator
+from refcheck_callbacks.components import (
+    CHECKER_KINDS,
+    EXTRACTOR_KINDS,
+    ComponentSpecError,
+    build_checker,
+    build_extractor,
+    describe,
+)
+from refcheck_callbacks.refchecker_format import Mode
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_SKIPPED = 3
+EXIT_INTERRUPTED = 130
+
+_RAW = argparse.RawDescriptionHelpFormatter
+
+_MAIN_HELP = """\
+Claim-level hallucination checks of answers against their references.
+
+  refcheck extract-check --input in.json --output out.json
+  refcheck check --input claims.jsonl --output checked.jsonl --checker nli:MODEL
+  refcheck bench --dataset all --checker embedded --output-dir bench-out
+  refcheck demo
+
+Run `refcheck COMMAND --help` for a command's options.
+"""
+
+_FILE_HELP = """\
+Input: RefChecker's format, a JSON list (or JSON Lines, one record per line) of
+  {"response": "...", "question": "... (optional)",
+   "reference": "text" or ["passage", ...], "claims": ["text" or [head, relation, tail], ...]}
+`check` needs `claims`; `extract-check` extracts them (given ones are ignored, as in RefChecker).
+
+Output: every input field, plus RefChecker's
+  claims  the claims (a triplet as [head, relation, tail], else the claim text)
+  ys      one label per claim: Entailment | Neutral | Contradiction (null if the checker failed)
+  Y       the response: a label (strict, major) or the share of each label and Abstain (soft)
+and a `refcheck` object: index, outcome, extractor, checker, and per claim its label,
+confidence, probabilities and evidence (reference index, character span, text).
+
+The output is JSON Lines when its name ends in .jsonl / .ndjson, else a JSON list. Records are
+written as they finish (a JSON output via OUTPUT.partial.jsonl), so after an interruption
+`--resume` continues where the run stopped. A record that cannot be read or checked is
+reported on stderr with its index and left out; rerunning with --resume retries it.
+
+Exit status: 0 every record written, 3 some records skipped, 2 bad options or input file,
+130 interrupted (finished records are kept).
+"""
+
+
+def _add_file_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], mode: Mode, summary: str
+) -> None:
+    parser = commands.add_parser(
+        mode.value, help=summary, description=f"{summary}\n\n{_FILE_HELP}", formatter_class=_RAW
+    )
+    parser.set_defaults(handler=_run_file_command, mode=mode)
+    parser.add_argument(
+        "--input", "--input_path", dest="input", type=Path, required=True,
+        help="the RefChecker-format input file (.json list or .jsonl)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--output", "--output_path", dest="output", type=Path, required=True,
+        help="where results go (.jsonl / .ndjson: JSON Lines; anything else: a JSON list)",
+    )  # fmt: skip
+    if mode is not Mode.CHECK:
+        parser.add_argument(
+            "--extractor", default="sentence", metavar="SPEC",
+            help=f"how claims are extracted (default: sentence):\n{describe(EXTRACTOR_KINDS)}",
+        )  # fmt: skip
+    if mode.checks:
+        parser.add_argument(
+            "--checker", default="embedded", metavar="SPEC",
+            help=f"how claims are checked (default: embedded):\n{describe(CHECKER_KINDS)}",
+        )  # fmt: skip
+        parser.add_argument(
+            "--aggregator", "--aggregator_name", dest="aggregator", default="soft",
+            choices=[a.value for a in Aggregator],
+            help="how `Y` sums up a response (default: soft, as RefChecker): strict = any "
+            "Contradiction, else any Neutral, else Entailment; soft = share of each label; "
+            "major = the most frequent label",
+        )  # fmt: skip
+    parser.add_argument(
+        "--batch-size", type=int, default=16,
+        help="records per pipeline call; each batch is written before the next starts "
+        "(default: 16)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="keep the records an earlier run of this command already wrote and do the rest",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stage-timeout", type=float, default=600.0,
+        help="seconds one batch may spend extracting, and again checking (default: 600)",
+    )  # fmt: skip
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    summary = "measure checkers on labelled datasets; writes a JSON result and an HTML report"
+    parser = commands.add_parser(
+        "bench",
+        help=summary,
+        description=f"{summary}.\n\n"
+        "Each checker labels every claim of each dataset against its references. Reported: "
+        "accuracy,\nmacro-F1 and per-label precision / recall / F1 (3-way sets), balanced "
+        "accuracy and AUROC of\nthe support score P(Entailment) (binary view of every set), "
+        "Pearson / Spearman of the\nresponse-level hallucination rate (sets whose responses "
+        "have several claims), confusion\nmatrices, speed. The HTML report is self-contained "
+        "(inline SVG) and opens offline.",
+        formatter_class=_RAW,
+    )
+    parser.set_defaults(handler=_run_bench)
+    parser.add_argument(
+        "--dataset", action="append", required=True, metavar="NAME",
+        help="a dataset to load, repeatable; `all` for every dataset that loads",
+    )  # fmt: skip
+    parser.add_argument(
+        "--path", type=Path, default=None,
+        help="where the data lives (default: the loaders' default, ../shared/data)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--checker", action="append", metavar="SPEC",
+        help=f"a checker to measure, repeatable (default: embedded):\n{describe(CHECKER_KINDS)}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--limit", type=int, default=None,
+        help="at most this many examples per dataset (a deterministic subset)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--output-dir", type=Path, default=Path("bench-results"),
+        help="where bench.json and bench.html go (default: ./bench-results)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="claims per checker call (default: 64)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="refcheck", description=_MAIN_HELP, formatter_class=_RAW)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    _add_file_command(commands, Mode.EXTRACT, "extract claims from each record's response")
+    _add_file_command(commands, Mode.CHECK, "check each record's given claims")
+    _add_file_command(
+        commands, Mode.EXTRACT_CHECK, "extract claims from each response and check them"
+    )
+    _add_bench_command(commands)
+    demo = commands.add_parser(
+        "demo",
+        help="run the quickstart example (offline)",
+        description="Run examples/quickstart.py from the source checkout this package lives "
+        "in: a few RAG answers checked offline, verdicts printed as a table.",
+    )
+    demo.set_defaults(handler=_run_demo)
+    return parser
+
+
+def _fail(message: str, status: int = EXIT_USAGE) -> int:
+    print(f"refcheck: error: {message}", file=sys.stderr)
+    return status
+
+
+def _run_file_command(args: argparse.Namespace) -> int:
+    from refcheck_callbacks.batch import BatchOptions, BatchRun
+
+    if not args.input.is_file():
+        return _fail(f"input file not found: {args.input}")
+    if args.batch_size < 1:
+        return _fail("--batch-size must be at least 1")
+    mode: Mode = args.mode
+    try:
+        extractor = build_extractor(getattr(args, "extractor", "sentence"))
+        checker = build_checker(args.checker) if mode.checks else None
+    except ComponentSpecError as exc:
+        return _fail(str(exc))
+    options = BatchOptions(
+        mode=mode,
+        input=args.input,
+        output=args.output,
+        aggregator=Aggregator(getattr(args, "aggregator", "soft")),
+        batch_size=args.batch_size,
+        resume=args.resume,
+        progress=not args.no_progress,
+        stage_timeout=args.stage_timeout,
+    )
+    run = BatchRun(options, extractor, checker)
+    try:
+        summary = run.run()
+    except KeyboardInterrupt:
+        done = run.summary.already_done + run.summary.written
+        print(
+            f"\nrefcheck: interrupted; {done} records are in {args.output} or its partial "
+            "file. Rerun the same command with --resume to continue.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    skipped = sorted(index for index, _ in summary.skipped)
+    print(
+        f"refcheck: {summary.written} records written to {args.output}"
+        + (f" ({summary.already_done} kept from the earlier run)" if summary.already_done else "")
+        + (f"; {len(skipped)} skipped: records {_indexes(skipped)}" if skipped else ""),
+        file=sys.stderr,
+    )
+    return EXIT_SKIPPED if skipped else EXIT_OK
+
+
+def _indexes(indexes: Sequence[int], shown: int = 20) -> str:
+    text = ", ".join(str(i) for i in indexes[:shown])
+    return text + (f" and {len(indexes) - shown} more" if len(indexes) > shown else "")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from refcheck_callbacks.bench.runner import BenchOptions, run_bench
+
+    specs = args.checker or ["embedded"]
+    try:
+        checkers = {spec: build_checker(spec) for spec in specs}
+    except ComponentSpecError as exc:
+        return _fail(str(exc))
+    options = BenchOptions(
+        datasets=args.dataset,
+        path=args.path,
+        limit=args.limit,
+        output_dir=args.output_dir,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+    )
+    try:
+        outcome = run_bench(options, checkers)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    if not outcome.results:
+        return _fail("no dataset could be loaded; see the messages above", EXIT_FAILED)
+    print(f"refcheck: wrote {outcome.json_path} and {outcome.html_path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def quickstart_path() -> Path:
+    """examples/quickstart.py of the source checkout this package is imported from."""
+    return Path(__file__).resolve().parents[1] / "examples" / "quickstart.py"
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    script = quickstart_path()
+    if not script.is_file():
+        return _fail(
+            f"the demo runs {script.name} from a source checkout, and {script} does not exist; "
+            "clone the repository and run `refcheck demo` (or `make demo`) there",
+            EXIT_FAILED,
+        )
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    sys.argv = [str(script)]
+    runpy.run_path(str(script), run_name="__main__")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    status: int = args.handler(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

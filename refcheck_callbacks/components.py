@@ -1,0 +1,139 @@
+"""Building extractors and checkers from short text specs, as the `refcheck` command takes them.
+
+A spec is `KIND` or `KIND:ARGUMENT`: `embedded`, `sentence`, `nli:MODEL`, `llm:MODEL`, or
+`py:package.module:Factory` for a component of your own. Implementations are imported by module
+path only when a spec names them, so the command works (and says clearly what is missing)
+whatever optional parts are installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.extract.base import Extractor
+
+
+class ComponentSpecError(ValueError):
+    """A spec names no known component, or its implementation cannot be loaded."""
+
+
+@dataclass(frozen=True)
+class _Kind:
+    module: str
+    attribute: str
+    argument: str | None
+    """The keyword the spec's argument is passed as; None when the kind takes no argument."""
+    help: str
+
+
+CHECKER_KINDS: dict[str, _Kind] = {
+    "embedded": _Kind(
+        "refcheck_callbacks.check.embedded",
+        "EmbeddedChecker",
+        None,
+        "offline MiniLM evidence retrieval plus lexical signals (default; CPU, no download)",
+    ),
+    "nli": _Kind(
+        "refcheck_callbacks.check.nli",
+        "NLIChecker",
+        "model",
+        "nli:MODEL, a Hugging Face sequence-classification NLI model by name or path",
+    ),
+    "llm": _Kind(
+        "refcheck_callbacks.check.llm",
+        "LLMChecker",
+        "model",
+        "llm:MODEL, an LLM judge through litellm (for example llm:gpt-4o-mini)",
+    ),
+}
+
+EXTRACTOR_KINDS: dict[str, _Kind] = {
+    "sentence": _Kind(
+        "refcheck_callbacks.extract.sentences",
+        "SentenceExtractor",
+        None,
+        "the answer's sentences and clauses (default; offline, no model)",
+    ),
+    "llm": _Kind(
+        "refcheck_callbacks.extract.llm",
+        "LLMExtractor",
+        "model",
+        "llm:MODEL, claim-triplets extracted by an LLM through litellm",
+    ),
+}
+
+# The offline pair is one product to users: `--extractor embedded` means the offline extractor.
+EXTRACTOR_ALIASES = {"embedded": "sentence"}
+
+
+def describe(kinds: dict[str, _Kind]) -> str:
+    """One help line per kind, for `--help`."""
+    lines = [f"  {name:<9} {kind.help}" for name, kind in kinds.items()]
+    lines.append("  py:MOD:OBJ  any factory or class, called without arguments")
+    return "\n".join(lines)
+
+
+def _load(module: str, attribute: str, spec: str) -> Callable[..., Any]:
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            raise ComponentSpecError(
+                f"{spec!r}: module {module!r} is not available in this installation"
+            ) from exc
+        raise ComponentSpecError(
+            f"{spec!r}: module {module!r} needs {exc.name!r}, which is not installed"
+        ) from exc
+    except ImportError as exc:
+        raise ComponentSpecError(f"{spec!r}: {exc}") from exc
+    try:
+        factory = getattr(loaded, attribute)
+    except AttributeError as exc:
+        raise ComponentSpecError(f"{spec!r}: {module!r} has no {attribute!r}") from exc
+    if not callable(factory):
+        raise ComponentSpecError(f"{spec!r}: {module}.{attribute} is not callable")
+    return factory
+
+
+def _build(spec: str, kinds: dict[str, _Kind], what: str) -> Any:
+    kind_name, _, argument = spec.partition(":")
+    if kind_name == "py":
+        module, _, attribute = argument.rpartition(":")
+        if not module or not attribute:
+            raise ComponentSpecError(f"{spec!r}: write py:package.module:Factory")
+        return _load(module, attribute, spec)()
+    kind = kinds.get(kind_name)
+    if kind is None:
+        known = ", ".join([*kinds, "py"])
+        raise ComponentSpecError(f"unknown {what} {kind_name!r} in {spec!r}; known: {known}")
+    if kind.argument is None and argument:
+        raise ComponentSpecError(f"{spec!r}: the {kind_name!r} {what} takes no argument")
+    if kind.argument is not None and not argument:
+        raise ComponentSpecError(f"{spec!r}: write {kind_name}:{kind.argument.upper()}")
+    factory = _load(kind.module, kind.attribute, spec)
+    kwargs = {kind.argument: argument} if kind.argument is not None else {}
+    try:
+        return factory(**kwargs)
+    except ImportError as exc:
+        raise ComponentSpecError(f"{spec!r}: {exc}") from exc
+
+
+def build_checker(spec: str) -> Checker:
+    """The checker a spec names; `ComponentSpecError` says why when it cannot be built."""
+    checker = _build(spec.strip(), CHECKER_KINDS, "checker")
+    if not isinstance(checker, Checker):
+        raise ComponentSpecError(f"{spec!r} built a {type(checker).__name__}, not a checker")
+    return checker
+
+
+def build_extractor(spec: str) -> Extractor:
+    """The extractor a spec names; `ComponentSpecError` says why when it cannot be built."""
+    spec = spec.strip()
+    extractor = _build(EXTRACTOR_ALIASES.get(spec, spec), EXTRACTOR_KINDS, "extractor")
+    if not isinstance(extractor, Extractor):
+        raise ComponentSpecError(f"{spec!r} built a {type(extractor).__name__}, not an extractor")
+    return extractor
