@@ -1,0 +1,119 @@
+"""Every span, event, attribute and metric name refcheck exports, in one place.
+
+Names follow the OpenTelemetry GenAI semantic conventions where they define one (the
+`gen_ai.evaluation.result` event and its attributes, `gen_ai.request.model`, `error.type`);
+everything of ours sits under the `refcheck.` prefix. Units are UCUM and no name carries a
+`_total`: Prometheus exporters add suffixes themselves (see `PROMETHEUS` below, which the shipped
+alert rules and dashboard use). Dashboards, alerts and tests import these constants instead of
+retyping strings.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+INSTRUMENTATION_SCOPE: Final = "refcheck_callbacks"
+
+# -- spans -------------------------------------------------------------------------------------
+EVALUATION_SPAN: Final = "evaluate refcheck"
+"""One per checked answer; a child of the app's captured span context and linked to it."""
+STAGE_SPAN_PREFIX: Final = "refcheck "
+"""Child spans of the evaluation span are named `refcheck <stage>` (queue, redact, extract...)."""
+
+# -- events ------------------------------------------------------------------------------------
+EVALUATION_EVENT: Final = "gen_ai.evaluation.result"
+CLAIM_EVALUATION: Final = "refcheck.claim"
+"""`gen_ai.evaluation.name` of the event for one claim."""
+RESPONSE_EVALUATION: Final = "refcheck.response"
+"""`gen_ai.evaluation.name` of the event for the whole answer; its score is the hallucination
+ratio (0 = every claim entailed), its label the strict aggregate or `abstain`."""
+
+# -- attributes from the GenAI conventions -----------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+EVALUATION_OPERATION: Final = "evaluation"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+"""Content: exported only with `capture_content=True`."""
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+ERROR_TYPE: Final = "error.type"
+
+# -- our attributes: always exported (labels, scores, counts, ids) ----------------------------
+EXTRACTOR: Final = "refcheck.extractor"
+CHECKER: Final = "refcheck.checker"
+OUTCOME: Final = "refcheck.outcome"
+REQUEST_ID: Final = "refcheck.request.id"
+REFERENCE_COUNT: Final = "refcheck.reference.count"
+CLAIM_COUNT: Final = "refcheck.claim.count"
+CLAIM_FAILED_COUNT: Final = "refcheck.claim.failed_count"
+CLAIM_INDEX: Final = "refcheck.claim.index"
+CLAIM_EVIDENCE_DOC_IDS: Final = "refcheck.claim.evidence.doc_ids"
+"""Ids of the references that decided the verdict (those that have an id)."""
+CLAIM_EVIDENCE_INDICES: Final = "refcheck.claim.evidence.reference_indices"
+"""Positions of those references in the request, for references without an id."""
+CLAIM_HALLUCINATION_TYPE: Final = "refcheck.claim.hallucination_type"
+"""A FAVA-style type (entity, relation, invented, ...) when the checker gives one."""
+RESPONSE_LABEL: Final = "refcheck.response.label"
+RESPONSE_HALLUCINATION_RATIO: Final = "refcheck.response.hallucination_ratio"
+RESPONSE_CONTRADICTION_RATIO: Final = "refcheck.response.contradiction_ratio"
+STAGE: Final = "refcheck.stage"
+VERDICT: Final = "refcheck.verdict"
+VERDICT_ERROR: Final = "error"
+"""`refcheck.verdict` of a claim the checker failed on (a verdict with no label)."""
+REASON: Final = "refcheck.reason"
+
+# -- our attributes: content, only with capture_content=True ----------------------------------
+QUESTION: Final = "refcheck.question"
+ANSWER: Final = "refcheck.answer"
+CLAIM_TEXT: Final = "refcheck.claim.text"
+CLAIM_EVIDENCE_TEXT: Final = "refcheck.claim.evidence.text"
+CLAIM_SUGGESTION: Final = "refcheck.claim.suggestion"
+MESSAGE: Final = "refcheck.message"
+"""Why the outcome is what it is; content because error messages can quote the input."""
+
+# -- metrics (OpenTelemetry names, units) ------------------------------------------------------
+CLAIMS: Final = "refcheck.claims"
+RESPONSES: Final = "refcheck.responses"
+HALLUCINATION_RATIO: Final = RESPONSE_HALLUCINATION_RATIO
+CONTRADICTION_RATIO: Final = RESPONSE_CONTRADICTION_RATIO
+STAGE_DURATION: Final = "refcheck.stage.duration"
+QUEUE_SIZE: Final = "refcheck.queue.size"
+CHECKER_BATCH_SIZE: Final = "refcheck.checker.batch.size"
+DROPPED: Final = "refcheck.dropped"
+SKIPPED: Final = "refcheck.skipped"
+ERRORS: Final = "refcheck.errors"
+LLM_TOKENS: Final = "refcheck.llm.tokens"
+LLM_COST: Final = "refcheck.llm.cost"
+
+UNIT_CLAIM: Final = "{claim}"
+UNIT_RESPONSE: Final = "{response}"
+UNIT_REQUEST: Final = "{request}"
+UNIT_ERROR: Final = "{error}"
+UNIT_TOKEN: Final = "{token}"
+UNIT_USD: Final = "{USD}"
+UNIT_RATIO: Final = "1"
+UNIT_SECONDS: Final = "s"
+
+PROMETHEUS: Final[dict[str, str]] = {
+    CLAIMS: "refcheck_claims_total",
+    RESPONSES: "refcheck_responses_total",
+    HALLUCINATION_RATIO: "refcheck_response_hallucination_ratio",
+    CONTRADICTION_RATIO: "refcheck_response_contradiction_ratio",
+    STAGE_DURATION: "refcheck_stage_duration_seconds",
+    QUEUE_SIZE: "refcheck_queue_size",
+    CHECKER_BATCH_SIZE: "refcheck_checker_batch_size",
+    DROPPED: "refcheck_dropped_total",
+    SKIPPED: "refcheck_skipped_total",
+    ERRORS: "refcheck_errors_total",
+    LLM_TOKENS: "refcheck_llm_tokens_total",
+    LLM_COST: "refcheck_llm_cost_total",
+}
+"""How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
+metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and
+annotation units like `{claim}` add nothing. Attribute keys render the same way
+(`refcheck.verdict` -> `refcheck_verdict`). A test scrapes a real exporter to keep this true."""

@@ -1,0 +1,451 @@
+"""Results as OpenTelemetry: an `evaluate refcheck` span per answer, evaluation events, metrics.
+
+The span joins the app's trace: it is a child of the span context captured when the answer was
+produced (and links to it, so back ends that draw links show the jump from the chain to its
+late-arriving evaluation). It starts when the answer was submitted and ends when its result was
+ready, with one child span per pipeline stage at the stage's real wall-clock time. Each claim's
+verdict and the answer's aggregate are `gen_ai.evaluation.result` events on it. Metrics are
+recorded inside the span's context so the SDK can attach exemplars that point at the trace.
+
+Content (question, answer, claim, explanation and evidence text, failure messages) is exported
+only with `capture_content=True`, clipped to `max_content_chars`. The pipeline already ran the
+monitor's `redact` hook over every text in a result; `redact` here is an extra hook for text
+that only this exporter sees leave the process.
+
+All names come from `refcheck_callbacks.exporters.names`.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TracerProvider,
+)
+from opentelemetry.util.types import AttributeValue
+
+from refcheck_callbacks.exporters import names
+from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.stats import Tally
+from refcheck_callbacks.types import CheckResult, Outcome, TraceContext, Verdict
+
+Attributes = dict[str, AttributeValue]
+
+RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""`le="0"` counts fully supported answers; the rest are tenths."""
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+"""Seconds, from a cached embedding check to a slow LLM judge behind a busy queue."""
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+
+_FAILED_OUTCOMES = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID_INPUT})
+_CLAIM_ERROR_TYPE = "CheckError"
+"""`error.type` of a claim event whose verdict has no label (the checker failed on it)."""
+
+
+@contextmanager
+def _suppressed_instrumentation() -> Iterator[None]:
+    """Keep instrumented libraries (HTTP clients, DB drivers) from tracing our own export work."""
+    token = otel_context.attach(otel_context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _without_none(attributes: Mapping[str, AttributeValue | None]) -> Attributes:
+    return {key: value for key, value in attributes.items() if value is not None}
+
+
+def _parent_context(captured: TraceContext | None) -> tuple[Context, list[Link]]:
+    """The context to start the evaluation span in, and the link back to the app's span.
+
+    Built on the current context (which carries the suppression flag) but never on its span:
+    the worker thread's ambient span, if any, is not the answer's.
+    """
+    current = otel_context.get_current()
+    if captured is None:
+        return trace.set_span_in_context(trace.INVALID_SPAN, current), []
+    span_context = SpanContext(
+        trace_id=captured.trace_id_int,
+        span_id=int(captured.span_id, 16),
+        is_remote=True,
+        trace_flags=TraceFlags(captured.trace_flags),
+    )
+    return trace.set_span_in_context(NonRecordingSpan(span_context), current), [Link(span_context)]
+
+
+class _MeterState:
+    """Per meter provider: one meter, its instruments, and the exporters the queue gauge sums.
+
+    Shared because the SDK warns on a second instrument of the same name and keeps only the
+    first callback of an observable one, so two monitors on one provider must share them.
+    Exporters are held weakly: a monitor dropped without `shutdown` stops being observed
+    instead of being kept alive by the gauge.
+    """
+
+    def __init__(self, provider: MeterProvider | None) -> None:
+        self.provider = provider
+        """Kept so the provider's id, this state's key, is not reused by another provider."""
+        self.meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, meter_provider=provider)
+        self.instruments = _Instruments(self.meter)
+        self._lock = threading.Lock()
+        self._watched: list[weakref.ref[OpenTelemetryExporter]] = []
+        self.meter.create_observable_gauge(
+            names.QUEUE_SIZE,
+            callbacks=[self._observe],
+            unit=names.UNIT_REQUEST,
+            description="Answers waiting in the monitor's queue to be checked.",
+        )
+
+    def watch(self, exporter: OpenTelemetryExporter) -> None:
+        with self._lock:
+            self._watched.append(weakref.ref(exporter))
+
+    def unwatch(self, exporter: OpenTelemetryExporter) -> None:
+        with self._lock:
+            self._watched = [ref for ref in self._watched if ref() not in (None, exporter)]
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            exporters = [exporter for ref in self._watched if (exporter := ref()) is not None]
+        sizes = [size for exporter in exporters if (size := exporter.queue_size()) is not None]
+        return [Observation(sum(sizes))] if sizes else []
+
+
+class _MeterStates:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: dict[int, _MeterState] = {}
+
+    def get(self, provider: MeterProvider | None) -> _MeterState:
+        """The state for `provider` (None: the global provider), created on first use."""
+        with self._lock:
+            key = id(provider)
+            if key not in self._states:
+                self._states[key] = _MeterState(provider)
+            return self._states[key]
+
+
+_METER_STATES = _MeterStates()
+
+
+class _Instruments:
+    """The synchronous instruments, created once per exporter on a shared meter."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.claims = meter.create_counter(
+            names.CLAIMS, names.UNIT_CLAIM, "Claims checked, by verdict (error: no verdict)."
+        )
+        self.responses = meter.create_counter(
+            names.RESPONSES, names.UNIT_RESPONSE, "Answers evaluated, by outcome and label."
+        )
+        self.hallucination_ratio = meter.create_histogram(
+            names.HALLUCINATION_RATIO,
+            names.UNIT_RATIO,
+            "Share of an answer's claims that are neutral or contradicted.",
+            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
+        )
+        self.contradiction_ratio = meter.create_histogram(
+            names.CONTRADICTION_RATIO,
+            names.UNIT_RATIO,
+            "Share of an answer's claims that the references contradict.",
+            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
+        )
+        self.stage_duration = meter.create_histogram(
+            names.STAGE_DURATION,
+            names.UNIT_SECONDS,
+            "Seconds per pipeline stage and answer (queue, redact, extract, check, aggregate, "
+            "total).",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.batch_size = meter.create_histogram(
+            names.CHECKER_BATCH_SIZE,
+            names.UNIT_CLAIM,
+            "Claims handed to the checker in one batch.",
+            explicit_bucket_boundaries_advisory=BATCH_BUCKETS,
+        )
+        self.tallies = {
+            Tally.DROPPED: meter.create_counter(
+                names.DROPPED, names.UNIT_REQUEST, "Answers lost for lack of capacity."
+            ),
+            Tally.SKIPPED: meter.create_counter(
+                names.SKIPPED, names.UNIT_REQUEST, "Answers deliberately not checked."
+            ),
+            Tally.ERRORS: meter.create_counter(
+                names.ERRORS, names.UNIT_ERROR, "Failures of refcheck's own code and hooks."
+            ),
+        }
+        self.llm_tokens = meter.create_counter(
+            names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."
+        )
+        self.llm_cost = meter.create_counter(
+            names.LLM_COST, names.UNIT_USD, "Money spent by LLM extractors and judges."
+        )
+
+
+class OpenTelemetryExporter(Exporter):
+    """Exports every result as a span with events, and keeps refcheck's metrics.
+
+    Args:
+        tracer_provider, meter_provider: where spans and metrics go; default the global ones
+            (resolved lazily, so an app may configure OpenTelemetry after creating the monitor).
+        capture_content: export question, answer, claim, explanation and evidence text.
+        max_content_chars: longest text attribute exported; longer ones end in "…".
+        redact: an extra hook over exported text, on top of the monitor's `redact`.
+
+    The providers belong to the app: `shutdown` stops this exporter's gauge but never shuts a
+    provider down, and `force_flush` flushes them (a no-op on providers that cannot flush).
+    """
+
+    name = "opentelemetry"
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        *,
+        capture_content: bool = False,
+        max_content_chars: int = 4096,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        if max_content_chars < 1:
+            raise ValueError("max_content_chars must be at least 1")
+        self.capture_content = capture_content
+        self.max_content_chars = max_content_chars
+        self.redact = redact
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
+        self._tracer = trace.get_tracer(
+            names.INSTRUMENTATION_SCOPE, tracer_provider=tracer_provider
+        )
+        self._meters = _METER_STATES.get(meter_provider)
+        self._instruments = self._meters.instruments
+        self._queue_size: Callable[[], int] | None = None
+
+    # -- Exporter ---------------------------------------------------------------------------
+
+    def bind(self, queue_size: Callable[[], int]) -> None:
+        self._queue_size = queue_size
+        self._meters.watch(self)
+
+    def queue_size(self) -> int | None:
+        """The bound monitor's queue length; None before `bind` or after `shutdown`."""
+        return None if self._queue_size is None else self._queue_size()
+
+    def export(self, result: CheckResult) -> None:
+        with _suppressed_instrumentation():
+            parent, links = _parent_context(result.request.trace_context)
+            span = self._tracer.start_span(
+                names.EVALUATION_SPAN,
+                context=parent,
+                kind=SpanKind.INTERNAL,
+                attributes=self._span_attributes(result),
+                links=links,
+                start_time=_ns(result.request.submitted_at),
+            )
+            try:
+                in_span = trace.set_span_in_context(span, parent)
+                self._stage_spans(result, in_span)
+                self._add_events(span, result)
+                if result.outcome in _FAILED_OUTCOMES:
+                    span.set_status(Status(StatusCode.ERROR, result.error_type or "refcheck"))
+                self._record_metrics(result, in_span)
+            finally:
+                span.end(end_time=_ns(max(result.finished_at, result.request.submitted_at)))
+
+    def record(self, tally: Tally, reason: str, count: int = 1) -> None:
+        with _suppressed_instrumentation():
+            self._instruments.tallies[tally].add(count, {names.REASON: reason})
+
+    def record_batch(self, requests: int, claims: int) -> None:
+        if claims > 0:
+            with _suppressed_instrumentation():
+                self._instruments.batch_size.record(claims)
+
+    def force_flush(self, timeout: float) -> bool:
+        millis = int(timeout * 1000)
+        flushed = True
+        with _suppressed_instrumentation():
+            for provider in (
+                self._tracer_provider or trace.get_tracer_provider(),
+                self._meter_provider or metrics.get_meter_provider(),
+            ):
+                flush = getattr(provider, "force_flush", None)
+                if flush is not None:
+                    flushed = bool(flush(millis)) and flushed
+        return flushed
+
+    def shutdown(self) -> None:
+        self._queue_size = None
+        self._meters.unwatch(self)
+
+    # -- span, events -----------------------------------------------------------------------
+
+    def _content(self, text: str | None) -> str | None:
+        """`text` as it may leave the process: None unless content capture is on."""
+        if text is None or not self.capture_content:
+            return None
+        if self.redact is not None:
+            text = self.redact(text)
+        return _clip(text, self.max_content_chars)
+
+    def _span_attributes(self, result: CheckResult) -> Attributes:
+        request = result.request
+        ratios = result.ratios
+        return _without_none(
+            {
+                names.GEN_AI_OPERATION_NAME: names.EVALUATION_OPERATION,
+                names.OUTCOME: result.outcome.value,
+                names.REQUEST_ID: request.request_id,
+                names.EXTRACTOR: result.extractor,
+                names.CHECKER: result.checker,
+                names.REFERENCE_COUNT: len(request.references),
+                names.CLAIM_COUNT: len(result.claims),
+                names.CLAIM_FAILED_COUNT: sum(v.label is None for v in result.verdicts),
+                names.RESPONSE_LABEL: result.response_label and result.response_label.value,
+                names.RESPONSE_HALLUCINATION_RATIO: None
+                if ratios is None
+                else ratios.hallucination,
+                names.RESPONSE_CONTRADICTION_RATIO: None
+                if ratios is None
+                else ratios.contradiction,
+                names.GEN_AI_REQUEST_MODEL: request.model,
+                names.GEN_AI_RESPONSE_ID: request.response_id,
+                names.ERROR_TYPE: result.error_type,
+                names.QUESTION: self._content(request.question),
+                names.ANSWER: self._content(request.answer),
+                names.MESSAGE: self._content(result.message),
+            }
+        )
+
+    def _stage_spans(self, result: CheckResult, parent: Context) -> None:
+        """A child span per stage with a known start; `total` is the evaluation span itself."""
+        for stage, seconds in result.timings.items():
+            started = result.stage_started.get(stage)
+            if stage == "total" or started is None:
+                continue
+            span = self._tracer.start_span(
+                names.STAGE_SPAN_PREFIX + stage,
+                context=parent,
+                attributes={names.STAGE: stage},
+                start_time=_ns(started),
+            )
+            span.end(end_time=_ns(started + seconds))
+
+    def _add_events(self, span: Span, result: CheckResult) -> None:
+        timestamp = _ns(result.finished_at)
+        for index, verdict in enumerate(result.verdicts):
+            span.add_event(
+                names.EVALUATION_EVENT, self._claim_attributes(result, index, verdict), timestamp
+            )
+        span.add_event(names.EVALUATION_EVENT, self._response_attributes(result), timestamp)
+
+    def _claim_attributes(self, result: CheckResult, index: int, verdict: Verdict) -> Attributes:
+        claim = result.claims[index] if index < len(result.claims) else None
+        doc_ids = [e.reference_id for e in verdict.evidence if e.reference_id is not None]
+        return _without_none(
+            {
+                names.GEN_AI_EVALUATION_NAME: names.CLAIM_EVALUATION,
+                names.CLAIM_INDEX: index,
+                names.GEN_AI_EVALUATION_SCORE_LABEL: verdict.label and verdict.label.value,
+                names.GEN_AI_EVALUATION_SCORE_VALUE: None
+                if verdict.label is None
+                else verdict.confidence,
+                names.ERROR_TYPE: _CLAIM_ERROR_TYPE if verdict.label is None else None,
+                names.CLAIM_EVIDENCE_DOC_IDS: doc_ids or None,
+                names.CLAIM_EVIDENCE_INDICES: [e.reference_index for e in verdict.evidence] or None,
+                names.CLAIM_HALLUCINATION_TYPE: verdict.error_type,
+                names.GEN_AI_RESPONSE_ID: result.request.response_id,
+                names.CLAIM_TEXT: self._content(None if claim is None else claim.text),
+                names.GEN_AI_EVALUATION_EXPLANATION: self._content(verdict.explanation),
+                names.CLAIM_EVIDENCE_TEXT: self._content(
+                    result.evidence_text(index) if verdict.evidence else None
+                ),
+                names.CLAIM_SUGGESTION: self._content(verdict.suggestion),
+                names.MESSAGE: self._content(verdict.error),
+            }
+        )
+
+    def _response_attributes(self, result: CheckResult) -> Attributes:
+        ratios = result.ratios
+        return _without_none(
+            {
+                names.GEN_AI_EVALUATION_NAME: names.RESPONSE_EVALUATION,
+                names.GEN_AI_EVALUATION_SCORE_LABEL: result.response_label
+                and result.response_label.value,
+                names.GEN_AI_EVALUATION_SCORE_VALUE: None
+                if ratios is None
+                else ratios.hallucination,
+                names.RESPONSE_CONTRADICTION_RATIO: None
+                if ratios is None
+                else ratios.contradiction,
+                names.OUTCOME: result.outcome.value,
+                names.CLAIM_COUNT: len(result.claims),
+                names.ERROR_TYPE: result.error_type,
+                names.GEN_AI_RESPONSE_ID: result.request.response_id,
+                names.MESSAGE: self._content(result.message),
+            }
+        )
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def _record_metrics(self, result: CheckResult, context: Context) -> None:
+        """Every point is recorded in the evaluation span's context, for exemplars."""
+        meters = self._instruments
+        common = _without_none(
+            {names.CHECKER: result.checker, names.GEN_AI_REQUEST_MODEL: result.request.model}
+        )
+        verdicts = Counter(
+            names.VERDICT_ERROR if v.label is None else v.label.value for v in result.verdicts
+        )
+        for verdict, count in sorted(verdicts.items()):
+            meters.claims.add(count, {**common, names.VERDICT: verdict}, context)
+        response = {**common, names.OUTCOME: result.outcome.value}
+        if result.response_label is not None:
+            response[names.RESPONSE_LABEL] = result.response_label.value
+        meters.responses.add(1, response, context)
+        if result.ratios is not None:
+            meters.hallucination_ratio.record(result.ratios.hallucination, common, context)
+            meters.contradiction_ratio.record(result.ratios.contradiction, common, context)
+        for stage, seconds in result.timings.items():
+            meters.stage_duration.record(seconds, {names.STAGE: stage}, context)
+        self._record_usage(result, context)
+
+    def _record_usage(self, result: CheckResult, context: Context) -> None:
+        usage = result.usage
+        if usage is None:
+            return
+        stages = _without_none({names.EXTRACTOR: result.extractor, names.CHECKER: result.checker})
+        for token_type, tokens in (
+            (names.TOKEN_TYPE_INPUT, usage.prompt_tokens),
+            (names.TOKEN_TYPE_OUTPUT, usage.completion_tokens),
+        ):
+            if tokens:
+                attributes = {**stages, names.GEN_AI_TOKEN_TYPE: token_type}
+                self._instruments.llm_tokens.add(tokens, attributes, context)
+        if usage.cost_usd:
+            self._instruments.llm_cost.add(usage.cost_usd, stages, context)
