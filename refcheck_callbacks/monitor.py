@@ -56,6 +56,12 @@ def _default_checker() -> Checker:
     return EmbeddedChecker()
 
 
+def _default_exporters(capture_content: bool) -> list[Exporter]:
+    from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
+
+    return [OpenTelemetryExporter(capture_content=capture_content)]
+
+
 def _default_extractor() -> Extractor:
     from refcheck_callbacks.extract.sentences import SentenceExtractor
 
@@ -76,7 +82,9 @@ class RefCheckMonitor:
             logged and counted, never propagated.
         capture_content: let exporters include question, answer, claim and document text.
         redact: applied to every text before it is checked, sent to a judge or exported.
-        exporters: where results go; see `refcheck_callbacks.exporters`.
+        exporters: where results go; see `refcheck_callbacks.exporters`. None (the default)
+            means one `OpenTelemetryExporter` on the global tracer and meter providers; `[]`
+            means none.
         batch_size, max_wait: how many answers one checker call sees, and how long the worker
             waits for a batch to fill.
         concurrency: batches in flight at once (raise it for remote LLM judges).
@@ -111,7 +119,9 @@ class RefCheckMonitor:
         self.on_result: list[ResultHook] = (
             [on_result] if callable(on_result) else list(on_result or [])
         )
-        self.exporters = list(exporters or [])
+        self.exporters = (
+            _default_exporters(capture_content) if exporters is None else list(exporters)
+        )
         self._sampler = Sampler(sample_rate)
         self._worker: BackgroundWorker[RawInput] = BackgroundWorker(
             self._handle_batch, max_queue, batch_size, max_wait, concurrency
