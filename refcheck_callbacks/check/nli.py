@@ -1,0 +1,326 @@
+"""NLI checker: any Hugging Face sequence-classification model, batched across requests.
+
+RefChecker's NLI checker runs every (claim, segment) pair of one request in input order, in
+fixed batches padded to the longest pair, in fp32. Here the engine's whole batch of requests
+becomes one stream of pairs: references are split into token-bounded segments (the shared
+segmentation), optionally narrowed to the top-k segments per claim by MiniLM similarity,
+deduplicated, looked up in an LRU cache, and only then tokenised, sorted by length and packed
+into batches by a token budget (see `pair_batching`). Per-segment labels are merged with
+RefChecker's rule (see `merge`). On CUDA the model runs in bf16 (fp16 where bf16 is missing).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from refcheck_callbacks._optional import require
+from refcheck_callbacks.check.base import SyncChecker
+from refcheck_callbacks.check.encoder import SentenceEncoder
+from refcheck_callbacks.check.merge import SegmentScore, merged_verdict
+from refcheck_callbacks.check.nli_labels import LabelScheme, LabelSchemeError, read_label_scheme
+from refcheck_callbacks.check.pair_batching import TokenBudget, padded_length, run_packed
+from refcheck_callbacks.check.segments import Segment, segment_text
+from refcheck_callbacks.logs import logger
+from refcheck_callbacks.types import CheckItem, Label, Reference, Verdict
+
+DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
+_MIN_PREMISE_TOKENS = 16
+"""A claim must leave at least this much of `max_length` to the reference segment."""
+_DTYPES = ("float32", "bfloat16", "float16")
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+Pair = tuple[str, str]
+"""(claim, segment text): the unit the model scores and the cache key."""
+
+
+class _LRU(Generic[K, V]):
+    """A bounded mapping that forgets the least recently used entry; size 0 stores nothing."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        if self.size <= 0:
+            return
+        self._data[key] = value
+        self._data.move_to_end(key)
+        if len(self._data) > self.size:
+            self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass
+class NLICounts:
+    """What the checker did, cumulative: how much work deduplication and the cache saved."""
+
+    pairs_requested: int = 0
+    """(claim, segment) pairs the checked claims needed, duplicates included."""
+    pairs_scored: int = 0
+    """Pairs the model actually ran on."""
+    cache_hits: int = 0
+    oom_retries: int = 0
+    """Batches halved after the device ran out of memory."""
+
+
+class NLIChecker(SyncChecker):
+    """Labels claims with an NLI (or binary support) model; see the module docstring.
+
+    Args:
+        model: a hub name or a local directory, loaded with
+            `AutoModelForSequenceClassification.from_pretrained`.
+        device: "auto" (CUDA when available, else CPU) or any torch device string.
+        dtype: "auto" (bf16 / fp16 on CUDA, fp32 elsewhere), "float32", "bfloat16" or "float16".
+        max_length: tokens per (segment, claim) pair; the segment is truncated, the claim never.
+            Default: the tokenizer's limit, at most 512.
+        batch_tokens: padded tokens per model batch (rows x padded length).
+        max_batch_size: rows per model batch.
+        segment_tokens, segment_overlap_tokens: the reference segmentation, in model tokens.
+        top_k_segments: check each claim against only its k most similar segments (bundled
+            MiniLM); None checks every segment.
+        encoder: the sentence encoder for preselection (shared with other components).
+        labels: class index -> name, overriding the model's `config.id2label`.
+        cache_size: (claim, segment) results kept across calls; 0 turns the cache off.
+
+    The model loads here, so a wrong name, a missing extra or an unreadable label scheme
+    fails when the checker is built, not in the background worker.
+    """
+
+    name = "nli"
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_NLI_MODEL,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_length: int | None = None,
+        batch_tokens: int = 16_384,
+        max_batch_size: int = 256,
+        segment_tokens: int = 256,
+        segment_overlap_tokens: int = 32,
+        top_k_segments: int | None = None,
+        encoder: SentenceEncoder | None = None,
+        labels: Mapping[int, str] | None = None,
+        cache_size: int = 100_000,
+    ) -> None:
+        self._torch = require("torch", "nli")
+        transformers = require("transformers", "nli")
+        transformers.utils.logging.disable_progress_bar()
+        if top_k_segments is not None and top_k_segments <= 0:
+            raise ValueError("top_k_segments must be positive (or None to check every segment)")
+        self.model_name = str(model)
+        self.device = self._pick_device(device)
+        self.dtype = self._pick_dtype(dtype)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_name)
+        loaded = transformers.AutoModelForSequenceClassification.from_pretrained(self.model_name)
+        if labels is not None and len(labels) != loaded.config.num_labels:
+            raise LabelSchemeError(
+                f"labels= names {len(labels)} classes; the model has {loaded.config.num_labels}"
+            )
+        self.scheme: LabelScheme = read_label_scheme(labels or loaded.config.id2label)
+        self.model = loaded.to(device=self.device, dtype=self.dtype).eval()
+        self.max_length = max_length or min(512, int(self.tokenizer.model_max_length))
+        self._claim_limit = (
+            self.max_length - self.tokenizer.num_special_tokens_to_add(pair=True)
+        ) - _MIN_PREMISE_TOKENS
+        if segment_tokens >= self.max_length:
+            raise ValueError(f"segment_tokens must be below max_length ({self.max_length})")
+        self.segment_tokens = segment_tokens
+        self.segment_overlap_tokens = segment_overlap_tokens
+        self.top_k_segments = top_k_segments
+        self._encoder = encoder
+        self.budget = TokenBudget(tokens=batch_tokens, max_rows=max_batch_size)
+        self.counts = NLICounts()
+        self._pair_cache: _LRU[Pair, tuple[float, ...]] = _LRU(cache_size)
+        self._segment_cache: _LRU[str, tuple[tuple[int, int], ...]] = _LRU(4096)
+        self._lock = threading.Lock()
+        logger.info("refcheck: NLI model %s on %s (%s)", self.model_name, self.device, dtype)
+
+    def _pick_device(self, device: str) -> str:
+        if device != "auto":
+            return device
+        return "cuda" if self._torch.cuda.is_available() else "cpu"
+
+    def _pick_dtype(self, dtype: str) -> Any:
+        torch = self._torch
+        if dtype == "auto":
+            if not self.device.startswith("cuda"):
+                return torch.float32
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be 'auto' or one of {_DTYPES}, got {dtype!r}")
+        return getattr(torch, dtype)
+
+    @property
+    def encoder(self) -> SentenceEncoder:
+        if self._encoder is None:
+            self._encoder = SentenceEncoder()
+        return self._encoder
+
+    def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        with self._lock:
+            segments = [self._segments(item.references) for item in items]
+            if self.top_k_segments is not None:
+                segments = self._preselect(items, segments)
+            fits = [self._count_tokens(item.claim.text) <= self._claim_limit for item in items]
+            pairs = [
+                (item.claim.text, segment.text)
+                for item, item_segments, ok in zip(items, segments, fits, strict=True)
+                if ok
+                for segment in item_segments
+            ]
+            rows = self._rows(pairs)
+            return [
+                self._verdict(item, item_segments, rows) if ok else self._too_long(item)
+                for item, item_segments, ok in zip(items, segments, fits, strict=True)
+            ]
+
+    def classify_pairs(
+        self, premises: Sequence[str], hypotheses: Sequence[str]
+    ) -> list[dict[Label, float]]:
+        """Label probabilities of each (premise, hypothesis) pair, unmerged and unsegmented."""
+        pairs = list(zip(hypotheses, premises, strict=True))
+        with self._lock:
+            rows = self._rows(pairs)
+        return [self.scheme.probabilities(rows[pair]) for pair in pairs]
+
+    def _segments(self, references: Sequence[Reference]) -> list[Segment]:
+        """Token-bounded segments of every reference; each text is split once, then cached."""
+        out: list[Segment] = []
+        for index, reference in enumerate(references):
+            spans = self._segment_cache.get(reference.text)
+            if spans is None:
+                spans = tuple(
+                    (s.start, s.end)
+                    for s in segment_text(
+                        reference.text,
+                        max_tokens=self.segment_tokens,
+                        overlap_tokens=self.segment_overlap_tokens,
+                        count_tokens=self._count_tokens,
+                    )
+                )
+                self._segment_cache.put(reference.text, spans)
+            out.extend(Segment(index, s, e, reference.text[s:e]) for s, e in spans)
+        return out
+
+    def _count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _preselect(
+        self, items: Sequence[CheckItem], segments: list[list[Segment]]
+    ) -> list[list[Segment]]:
+        """Each claim's `top_k_segments` segments closest in meaning (MiniLM cosine)."""
+        k = self.top_k_segments or 0
+        texts = list({item.claim.text: None for item in items}) + list(
+            {s.text: None for item_segments in segments for s in item_segments}
+        )
+        vectors = self.encoder.encode(texts)
+        row_of = {text: row for row, text in enumerate(texts)}
+        chosen = []
+        for item, item_segments in zip(items, segments, strict=True):
+            if len(item_segments) <= k:
+                chosen.append(item_segments)
+                continue
+            sims = (
+                vectors[[row_of[s.text] for s in item_segments]] @ vectors[row_of[item.claim.text]]
+            )
+            chosen.append([item_segments[i] for i in sims.argsort()[::-1][:k]])
+        return chosen
+
+    def _rows(self, pairs: Sequence[Pair]) -> dict[Pair, tuple[float, ...]]:
+        """The model's softmax row for every pair: each distinct pair from cache or scored once."""
+        self.counts.pairs_requested += len(pairs)
+        rows: dict[Pair, tuple[float, ...]] = {}
+        missing: list[Pair] = []
+        for pair in dict.fromkeys(pairs):
+            cached = self._pair_cache.get(pair)
+            if cached is None:
+                missing.append(pair)
+            else:
+                rows[pair] = cached
+                self.counts.cache_hits += 1
+        for pair, row in zip(missing, self._score(missing), strict=True):
+            rows[pair] = row
+            self._pair_cache.put(pair, row)
+        return rows
+
+    def _score(self, pairs: Sequence[Pair]) -> list[tuple[float, ...]]:
+        """Softmax rows for pairs: tokenised once, then sorted and packed by the token budget."""
+        if not pairs:
+            return []
+        encodings = self.tokenizer(
+            [segment for _, segment in pairs],
+            [claim for claim, _ in pairs],
+            truncation="only_first",
+            max_length=self.max_length,
+        )
+        features = [{key: encodings[key][i] for key in encodings} for i in range(len(pairs))]
+        self.counts.pairs_scored += len(pairs)
+        return run_packed(
+            [len(f["input_ids"]) for f in features],
+            self.budget,
+            lambda batch: self._forward([features[i] for i in batch]),
+            self._is_oom,
+            self._on_oom,
+        )
+
+    def _forward(self, features: list[dict[str, list[int]]]) -> list[tuple[float, ...]]:
+        torch = self._torch
+        longest = max(len(f["input_ids"]) for f in features)
+        target = min(padded_length(longest, self.budget.pad_multiple), self.max_length)
+        batch = self.tokenizer.pad(
+            features, padding="max_length", max_length=target, return_tensors="pt"
+        ).to(self.device)
+        with torch.inference_mode():
+            logits = self.model(**batch).logits
+        return [tuple(row) for row in logits.float().softmax(dim=-1).cpu().tolist()]
+
+    def _is_oom(self, error: BaseException) -> bool:
+        torch = self._torch
+        if isinstance(error, torch.OutOfMemoryError):
+            return True
+        return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+    def _on_oom(self, rows: int) -> None:
+        self.counts.oom_retries += 1
+        if self.device.startswith("cuda"):
+            self._torch.cuda.empty_cache()
+        logger.warning(
+            "refcheck: NLI batch of %d pairs ran out of memory; halving it and the token budget",
+            rows,
+        )
+
+    def _verdict(
+        self, item: CheckItem, segments: list[Segment], rows: Mapping[Pair, tuple[float, ...]]
+    ) -> Verdict:
+        if not segments:
+            return Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")
+        scores = [
+            SegmentScore(s, self.scheme.probabilities(rows[(item.claim.text, s.text)]))
+            for s in segments
+        ]
+        return merged_verdict(scores, item.references)
+
+    def _too_long(self, item: CheckItem) -> Verdict:
+        return Verdict(
+            label=None,
+            error=(
+                f"the claim is {self._count_tokens(item.claim.text)} tokens; with max_length="
+                f"{self.max_length} the model takes claims of at most {self._claim_limit} tokens"
+            ),
+        )
