@@ -95,7 +95,9 @@ class ScriptedOpenAIServer:
         self.max_in_flight = 0
         """The most requests the server was handling at once."""
         self._lock = threading.Lock()
-        self._closing = threading.Event()
+        self._generation = 0
+        """Bumped by `reset`: requests of an earlier test no longer count as in flight."""
+        self._cancel = threading.Event()
         self._responder: Responder | None = None
         self._queue: list[Reply] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -121,7 +123,11 @@ class ScriptedOpenAIServer:
     def reset(self) -> None:
         with self._lock:
             self.received.clear()
-            self.max_in_flight = 0
+            self.in_flight = self.max_in_flight = 0
+            self._generation += 1
+            # Wake replies still sleeping for an earlier test; they end without answering.
+            self._cancel.set()
+            self._cancel = threading.Event()
             self._responder, self._queue = None, []
 
     def chat_requests(self) -> list[Received]:
@@ -129,19 +135,21 @@ class ScriptedOpenAIServer:
             return [r for r in self.received if r.path.endswith("/chat/completions")]
 
     def close(self) -> None:
-        self._closing.set()
+        self._cancel.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def _enter(self) -> None:
+    def _enter(self) -> tuple[int, threading.Event]:
         with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return self._generation, self._cancel
 
-    def _leave(self) -> None:
+    def _leave(self, generation: int) -> None:
         with self._lock:
-            self.in_flight -= 1
+            if generation == self._generation:
+                self.in_flight -= 1
 
     def _next_reply(self, request: Received) -> Reply:
         with self._lock:
@@ -169,14 +177,15 @@ class ScriptedOpenAIServer:
                     body=json.loads(raw or b"{}"),
                     at=time.time(),
                 )
-                server._enter()
+                generation, cancel = server._enter()
                 try:
                     reply = server._next_reply(request)
-                    if reply.delay and server._closing.wait(reply.delay):
+                    if reply.delay and cancel.wait(reply.delay):
+                        self.close_connection = True
                         return
                     self._send(reply, request)
                 finally:
-                    server._leave()
+                    server._leave(generation)
 
             def _send(self, reply: Reply, request: Received) -> None:
                 if reply.status == 200:
