@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -318,3 +322,37 @@ def test_a_forked_child_gets_a_working_monitor_of_its_own(sink) -> None:
     monitor.shutdown()
     assert os.WEXITSTATUS(status) == 0, "the forked child could not check an answer"
     assert len(sink.results) == 1
+
+
+def test_pending_work_is_flushed_at_interpreter_exit(tmp_path) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_monitor import KeywordChecker\n"
+        "from refcheck_callbacks import RefCheckMonitor\n"
+        "m = RefCheckMonitor(checker=KeywordChecker(), exporters=[],\n"
+        "                    on_result=lambda r: print('RESULT', r.outcome.value, flush=True))\n"
+        "for i in range(5):\n"
+        "    m.submit(answer=f'Claim {i} is in Paris.', references=['It is in Paris.'])\n"
+        "# no flush, no shutdown: the atexit hook must finish the work\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("RESULT checked") == 5
+
+
+def test_internal_log_lines_are_rate_limited(caplog) -> None:
+    from refcheck_callbacks.logs import RateLimitFilter
+
+    handler_filter = RateLimitFilter(interval=60.0)
+    records = [
+        logging.LogRecord(
+            "refcheck_callbacks", logging.ERROR, __file__, 1, "checker %s failed", ("x",), None
+        )
+        for _ in range(100)
+    ]
+    passed = [r for r in records if handler_filter.filter(r)]
+    assert len(passed) == 1
+    other = logging.LogRecord("refcheck_callbacks", logging.ERROR, __file__, 1, "another", (), None)
+    assert handler_filter.filter(other)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from refcheck_callbacks.blocking import run_blocking
 from refcheck_callbacks.types import CheckItem, Verdict
 
 
@@ -34,4 +34,4 @@ class SyncChecker:
         raise NotImplementedError
 
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
-        return await asyncio.to_thread(self.check_batch, items)
+        return await run_blocking(self.check_batch, items)

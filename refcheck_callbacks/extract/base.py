@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from refcheck_callbacks.blocking import run_blocking
 from refcheck_callbacks.types import CheckRequest, Claim, Usage
 
 
@@ -41,4 +41,4 @@ class SyncExtractor:
         raise NotImplementedError
 
     async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
-        return await asyncio.to_thread(self.extract_batch, requests)
+        return await run_blocking(self.extract_batch, requests)
