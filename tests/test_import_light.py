@@ -27,3 +27,15 @@ def test_monitor_construction_does_not_load_models() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_default_monitor_without_the_embedded_extra_names_the_extra() -> None:
+    code = (
+        "import sys\nsys.modules['torch'] = None  # as if torch were not installed\n"
+        "from refcheck_callbacks import RefCheckMonitor\n"
+        "from refcheck_callbacks._optional import MissingExtraError\n"
+        "try:\n    RefCheckMonitor()\nexcept MissingExtraError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'refcheck-callbacks[embedded]'" in out.stdout
+    assert "'torch'" in out.stdout
