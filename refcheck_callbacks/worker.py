@@ -113,6 +113,12 @@ class BackgroundWorker(Generic[Item]):
             try:
                 loop.run_until_complete(self._consume())
             finally:
+                # Libraries leave tasks on our loop (litellm's logging worker does): cancel
+                # them, as asyncio.run would, so closing it prints no "Task was destroyed".
+                pending = asyncio.all_tasks(loop)
+                for task in pending:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.close()
 
         thread = threading.Thread(target=main, name=self.name, daemon=True)
