@@ -1,0 +1,437 @@
+"""LangChain integration: one callback handler that pairs every answer with its retrieved documents.
+
+LangChain reports a tree of runs (`run_id`, `parent_run_id`) from the caller's thread, its
+worker threads and asyncio tasks. The handler keeps one small state per root run in
+`RunStates` (children are aliases of their root): retriever runs add references, LLM runs
+set the answer, and when the root ends the answer is submitted to the monitor. The callback
+path only copies strings and ids and enqueues; every body is guarded, so nothing we do can
+raise into the chain.
+
+Attach it per call with `config={"callbacks": [handler]}`, or to every chain with
+`instrument_langchain(monitor)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+from uuid import UUID
+
+from refcheck_callbacks._optional import require
+
+require("langchain_core", "langchain")
+
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager  # noqa: E402
+from langchain_core.messages import BaseMessage  # noqa: E402
+
+from refcheck_callbacks.integrations import langchain_outputs as outputs  # noqa: E402
+from refcheck_callbacks.integrations.run_state import RunStates  # noqa: E402
+from refcheck_callbacks.logs import logger  # noqa: E402
+from refcheck_callbacks.monitor import RefCheckMonitor  # noqa: E402
+from refcheck_callbacks.stats import Tally  # noqa: E402
+from refcheck_callbacks.tracing import current_trace_context  # noqa: E402
+from refcheck_callbacks.types import TraceContext  # noqa: E402
+
+AnswerSource = Literal["llm", "output"]
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+class _RootRun:
+    """What one root run has produced so far. Mutated only by single atomic operations
+    (attribute stores, list.extend, dict set/pop), so threads of one run need no extra lock."""
+
+    __slots__ = (
+        "answer",
+        "input_question",
+        "model",
+        "name",
+        "open_generations",
+        "query",
+        "references",
+        "response_id",
+        "run_id",
+        "trace_context",
+    )
+
+    def __init__(self, run_id: UUID, name: str | None, trace_context: TraceContext | None) -> None:
+        self.run_id = run_id
+        self.name = name
+        self.trace_context = trace_context
+        self.input_question: Any = None
+        self.query: str | None = None
+        self.references: list[dict[str, Any]] = []
+        self.answer: str | None = None
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.open_generations: dict[UUID, str | None] = {}
+        """LLM runs started and not yet ended, with their model names."""
+
+
+def _guarded(method: F) -> F:
+    """Run a callback body so that no exception of ours reaches LangChain or the chain."""
+
+    @functools.wraps(method)
+    def guarded(self: RefCheckCallbackHandler, *args: Any, **kwargs: Any) -> None:
+        try:
+            method(self, *args, **kwargs)
+        except Exception:
+            self._failed(method.__name__)
+
+    return guarded  # type: ignore[return-value]
+
+
+class RefCheckCallbackHandler(BaseCallbackHandler):
+    """Captures question, answer and references of each root run and submits them for checking.
+
+    Args:
+        monitor: where answers go (`RefCheckMonitor.submit`, which never blocks).
+        question_key: take the question from this key of the root run's input dict; by
+            default it is the first retriever query, else the root input when it is text.
+        answer_from: "llm" (default): the last LLM / chat generation in the run tree that is
+            not a tool call, else the root output; "output": the root output when it is text,
+            a message or holds `output_key`, else the last generation.
+        output_key: the key of the root output dict that holds the answer.
+        run_ttl: seconds after which a root run that never ended (an abandoned stream) is
+            freed and counted as skipped `run_expired`.
+        max_runs: root runs tracked at once; the oldest beyond it is dropped (`run_overflow`).
+    """
+
+    raise_error = False
+    run_inline = True
+    """Called directly on the caller's thread or task: our work is O(1), a thread hop is not."""
+
+    def __init__(
+        self,
+        monitor: RefCheckMonitor,
+        *,
+        question_key: str | None = None,
+        answer_from: AnswerSource = "llm",
+        output_key: str | None = None,
+        run_ttl: float = 600.0,
+        max_runs: int = 10_000,
+    ) -> None:
+        if answer_from not in ("llm", "output"):
+            raise ValueError(f"answer_from must be 'llm' or 'output', not {answer_from!r}")
+        self.monitor = monitor
+        self.question_key = question_key
+        self.answer_from = answer_from
+        self.output_key = output_key
+        self._max_references = monitor.limits.max_references
+        self._runs: RunStates[_RootRun] = RunStates(
+            ttl=run_ttl, max_runs=max_runs, on_evict=self._evicted
+        )
+
+    # LangChain skips a handler for an event family when its `ignore_*` flag is set. Tool
+    # events share `ignore_agent`, and we need them: a retriever inside a tool is a child.
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+    @property
+    def pending_runs(self) -> int:
+        """Root runs started and not yet ended (nor expired)."""
+        return len(self._runs)
+
+    def sweep(self) -> int:
+        """Free root runs older than `run_ttl` now (this also happens as new runs start)."""
+        return self._runs.sweep()
+
+    # -- run tree -------------------------------------------------------------------------
+
+    def _enter(
+        self, run_id: UUID, parent_run_id: UUID | None, inputs: Any, name: str | None
+    ) -> _RootRun | None:
+        """Attach a run to its root, or make it a root when its parent is unknown to us
+        (no parent, or the handler was attached below the top of the tree)."""
+        if parent_run_id is not None:
+            root = self._runs.alias(run_id, parent_run_id)
+            if root is not None:
+                return None
+        state = _RootRun(run_id, name, current_trace_context())
+        if self.question_key is not None:
+            state.input_question = outputs.value_at(inputs, self.question_key)
+        elif isinstance(inputs, str):
+            state.input_question = inputs
+        self._runs.start(run_id, state)
+        return state
+
+    def _end(self, run_id: UUID) -> _RootRun | None:
+        """The state of `run_id` when it is a root (now freed); None for child runs."""
+        return self._runs.pop(run_id)
+
+    # -- chains and tools -----------------------------------------------------------------
+
+    @_guarded
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._enter(run_id, parent_run_id, inputs, kwargs.get("name"))
+
+    @_guarded
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._end(run_id)
+        if state is not None:
+            self._finish(state, outputs, kwargs.get("inputs"))
+
+    @_guarded
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._end(run_id)
+        if state is not None:
+            self._skip(outputs.error_reason(error))
+
+    @_guarded
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._enter(run_id, parent_run_id, kwargs.get("inputs"), kwargs.get("name"))
+
+    @_guarded
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._end(run_id)
+        if state is not None:
+            self._finish(state, output, None)
+
+    @_guarded
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._end(run_id)
+        if state is not None:
+            self._skip(outputs.error_reason(error))
+
+    # -- retrievers -----------------------------------------------------------------------
+
+    @_guarded
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        state = self._enter(run_id, parent_run_id, query, kwargs.get("name"))
+        state = state or self._runs.get(run_id)
+        if state is not None and state.query is None and isinstance(query, str):
+            state.query = query
+
+    @_guarded
+    def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._runs.get(run_id)
+        if state is None:
+            return
+        room = max(self._max_references - len(state.references), 0)
+        state.references.extend(outputs.as_reference(doc) for doc in list(documents)[:room])
+        if state.run_id == run_id:
+            self._end(run_id)
+            self._finish(state, None, None)
+
+    @_guarded
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._end(run_id)
+        if state is not None:
+            self._skip(outputs.error_reason(error))
+
+    # -- LLMs and chat models -------------------------------------------------------------
+
+    @_guarded
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._generation_started(run_id, parent_run_id, kwargs)
+
+    @_guarded
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._generation_started(run_id, parent_run_id, kwargs)
+
+    def _generation_started(
+        self, run_id: UUID, parent_run_id: UUID | None, kwargs: Mapping[str, Any]
+    ) -> None:
+        state = self._enter(run_id, parent_run_id, None, kwargs.get("name"))
+        state = state or self._runs.get(run_id)
+        if state is not None:
+            state.open_generations[run_id] = outputs.model_name(kwargs)
+
+    @_guarded
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._runs.get(run_id)
+        if state is None:
+            return
+        model = state.open_generations.pop(run_id, None)
+        generation = outputs.first_generation(response)
+        if generation is not None and not outputs.requests_tools(generation):
+            state.answer = generation.text
+            state.model = outputs.response_model(generation) or model
+            state.response_id = outputs.response_id(generation, response)
+        if state.run_id == run_id:
+            self._end(run_id)
+            self._finish(state, None, None)
+
+    @_guarded
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        state = self._runs.get(run_id)
+        if state is None:
+            return
+        state.open_generations.pop(run_id, None)
+        if state.run_id == run_id:
+            self._end(run_id)
+            self._skip(outputs.error_reason(error))
+
+    # -- submitting -----------------------------------------------------------------------
+
+    def _finish(self, state: _RootRun, output: Any, end_inputs: Any) -> None:
+        if state.open_generations:
+            # The root ended while a generation was still streaming: its consumer stopped
+            # iterating, so the answer is a fragment nobody saw in full.
+            self._skip("answer_incomplete")
+            return
+        if not state.references:
+            self._skip("no_references")
+            return
+        answer = self._answer(state, output)
+        if answer is None:
+            self._skip("no_answer")
+            return
+        self.monitor.submit(
+            question=self._question(state, end_inputs),
+            answer=answer,
+            references=outputs.union_of(state.references),
+            trace_context=state.trace_context,
+            metadata=_run_metadata(state),
+            model=state.model,
+            response_id=state.response_id,
+        )
+
+    def _answer(self, state: _RootRun, output: Any) -> str | None:
+        from_output = outputs.text_of(output, self.output_key)
+        if self.answer_from == "output":
+            return from_output if from_output is not None else state.answer
+        return state.answer if state.answer is not None else from_output
+
+    def _question(self, state: _RootRun, end_inputs: Any) -> Any:
+        if self.question_key is not None:
+            # Streaming runs report their input only at the end.
+            return state.input_question or outputs.value_at(end_inputs, self.question_key)
+        return state.query if state.query is not None else state.input_question
+
+    def _skip(self, reason: str) -> None:
+        self.monitor.record(Tally.SKIPPED, reason)
+
+    def _evicted(self, state: _RootRun, why: str) -> None:
+        if why == "expired":
+            self.monitor.record(Tally.SKIPPED, "run_expired")
+        else:
+            self.monitor.record(Tally.DROPPED, "run_overflow")
+
+    def _failed(self, callback: str) -> None:
+        # A broken monitor cannot count its own failure; the log line still tells the user.
+        with contextlib.suppress(Exception):
+            self.monitor.record(Tally.ERRORS, "langchain_callback")
+        logger.exception("refcheck: LangChain callback %s failed; the run is not checked", callback)
+
+
+def _run_metadata(state: _RootRun) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"langchain.run_id": str(state.run_id)}
+    if state.name:
+        metadata["langchain.run_name"] = state.name
+    return metadata
+
+
+# -- global instrumentation ----------------------------------------------------------------
+
+_instrument_lock = threading.Lock()
+_global_handler: RefCheckCallbackHandler | None = None
+_global_options: dict[str, Any] = {}
+_original_init: Callable[..., None] | None = None
+_patched_init: Callable[..., None] | None = None
+
+
+def _add_global_handler(manager: Any) -> None:
+    """Give a new callback manager our handler, unless it already holds one of ours."""
+    handler = _global_handler
+    if handler is None:
+        return
+    try:
+        if not any(isinstance(h, RefCheckCallbackHandler) for h in manager.handlers):
+            manager.add_handler(handler, inherit=True)
+    except Exception:
+        logger.exception("refcheck: could not attach to a LangChain callback manager")
+
+
+def _wrap_init(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        _add_global_handler(self)
+
+    return __init__
+
+
+def instrument_langchain(monitor: RefCheckMonitor, **options: Any) -> RefCheckCallbackHandler:
+    """Attach one `RefCheckCallbackHandler` to every LangChain chain run from now on.
+
+    Like OpenInference, this wraps `BaseCallbackManager.__init__`: each new callback
+    manager gets the handler unless it already holds a `RefCheckCallbackHandler` (one passed
+    in `config["callbacks"]` wins). Calling it again with the same monitor and options
+    returns the installed handler; with others it replaces it for runs started afterwards.
+    `options` are `RefCheckCallbackHandler`'s keyword arguments.
+    """
+    global _global_handler, _global_options, _original_init, _patched_init
+    with _instrument_lock:
+        current = _global_handler
+        if current is not None and current.monitor is monitor and _global_options == options:
+            return current
+        handler = RefCheckCallbackHandler(monitor, **options)
+        if _original_init is None:
+            _original_init = BaseCallbackManager.__init__
+            _patched_init = _wrap_init(_original_init)
+            BaseCallbackManager.__init__ = _patched_init
+        _global_handler, _global_options = handler, options
+        return handler
+
+
+def uninstrument_langchain() -> None:
+    """Stop attaching to new chains and restore `BaseCallbackManager.__init__`. Idempotent.
+
+    When another instrumentation wrapped `__init__` after us, our wrapper stays under theirs
+    but does nothing any more.
+    """
+    global _global_handler, _global_options, _original_init, _patched_init
+    with _instrument_lock:
+        _global_handler, _global_options = None, {}
+        if _original_init is not None and BaseCallbackManager.__dict__["__init__"] is _patched_init:
+            BaseCallbackManager.__init__ = _original_init
+            _original_init, _patched_init = None, None

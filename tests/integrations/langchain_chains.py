@@ -1,0 +1,70 @@
+"""LCEL RAG chains over a small corpus for the LangChain integration tests (real parts only)."""
+
+from __future__ import annotations
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnablePassthrough
+
+CORPUS = [
+    Document(
+        id="eiffel",
+        page_content="The Eiffel Tower in Paris is 330 metres tall; it was built in 1887-1889.",
+    ),
+    Document(
+        id="python",
+        page_content="Python was created by Guido van Rossum and first released in 1991.",
+    ),
+    Document(
+        id="everest",
+        page_content="Mount Everest is 8,849 metres high, on the border of Nepal and China.",
+    ),
+    Document(
+        id="amazon",
+        page_content="The Amazon river flows through Brazil, Peru and Colombia into the Atlantic.",
+    ),
+    Document(
+        id="moon",
+        page_content="Neil Armstrong was the first person to walk on the Moon, in July 1969.",
+    ),
+    Document(
+        id="insulin",
+        page_content="Insulin was discovered in 1921 by Frederick Banting and Charles Best.",
+    ),
+]
+
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "Answer from this context only:\n{context}"), ("human", "{question}")]
+)
+
+
+class KeywordRetriever(BaseRetriever):
+    """A real retriever without a model: documents sharing a word with the query."""
+
+    documents: list[Document]
+    k: int = 2
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        words = set(query.lower().split())
+        hits = [d for d in self.documents if words & set(d.page_content.lower().split())]
+        return hits[: self.k]
+
+
+def format_docs(documents: list[Document]) -> str:
+    return "\n".join(d.page_content for d in documents)
+
+
+def rag_chain(retriever: Runnable[str, list[Document]], llm: BaseChatModel) -> Runnable[str, str]:
+    """retriever | prompt | chat model | parser: the LCEL RAG chain of LangChain's docs."""
+    return (
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | PROMPT
+        | llm
+        | StrOutputParser()
+    )
