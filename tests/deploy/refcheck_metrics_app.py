@@ -1,0 +1,147 @@
+"""A RAG-app stand-in for the end-to-end tests: a real RefCheckMonitor, scraped by Prometheus.
+
+Run as `python refcheck_metrics_app.py PORT`. It sets up OpenTelemetry metrics with the
+Prometheus exporter on 127.0.0.1:PORT, builds monitors with the default exporter wiring, then
+reads one JSON command per stdin line and answers each with one JSON line of running totals:
+
+    {"answers": 40, "contradiction_share": 0.05}   submit 40 two-claim answers and wait for them
+    {"skip": 3, "burst": 20, "hook_errors": 2}     make skips, drops and hook errors happen
+
+The checker is scripted: it labels a claim by a word the app wrote into it, so the test decides
+exactly how many contradictions the monitor sees.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+from opentelemetry import metrics
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.resources import Resource
+from prometheus_client import start_http_server
+
+from refcheck_callbacks import CheckItem, CheckResult, Label, RefCheckMonitor, Usage, Verdict
+from refcheck_callbacks.stats import Tally
+
+MODELS = ("model-a", "model-b")
+LABEL_WORDS = {
+    "contradicted": Label.CONTRADICTION,
+    "unverified": Label.NEUTRAL,
+    "supported": Label.ENTAILMENT,
+}
+
+
+class ScriptedChecker:
+    """A real `Checker` whose verdict is named by the claim itself; `broken` claims fail."""
+
+    name = "scripted"
+
+    async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        return [self._verdict(item.claim.text) for item in items]
+
+    def _verdict(self, claim: str) -> Verdict:
+        usage = Usage(prompt_tokens=40, completion_tokens=4, requests=1, cost_usd=0.0001)
+        if "broken" in claim:
+            return Verdict(label=None, error="scripted failure", usage=usage)
+        label = next(label for word, label in LABEL_WORDS.items() if word in claim)
+        return Verdict(label=label, confidence=0.9, usage=usage)
+
+
+class Totals:
+    """What the app saw, for the test to compare with what Prometheus scraped."""
+
+    def __init__(self) -> None:
+        self.claims: Counter[str] = Counter()
+        self.responses: Counter[str] = Counter()
+
+    def __call__(self, result: CheckResult) -> None:
+        for verdict in result.verdicts:
+            self.claims["error" if verdict.label is None else verdict.label.value] += 1
+        self.responses[result.outcome.value] += 1
+
+
+class HookThatFails:
+    """An `on_result` hook that raises for answers marked to make it fail (counted as errors)."""
+
+    def __call__(self, result: CheckResult) -> None:
+        if result.request.metadata.get("fail_hook"):
+            raise RuntimeError("a user hook failed")
+
+
+def _answer(index: int, contradiction_share: float, rng: random.Random) -> str:
+    words = []
+    for claim in range(2):
+        draw = rng.random()
+        if draw < contradiction_share:
+            words.append("contradicted")
+        elif draw < contradiction_share + 0.1:
+            words.append("unverified")
+        elif index % 50 == 0 and claim == 1:
+            words.append("broken")
+        else:
+            words.append("supported")
+    return " ".join(
+        f"Fact number {index}-{n} is {word} by the record." for n, word in enumerate(words)
+    )
+
+
+def main(port: int) -> None:
+    reader = PrometheusMetricReader()
+    resource = Resource.create({"service.name": "refcheck-e2e"})
+    metrics.set_meter_provider(MeterProvider([reader], resource=resource))
+    start_http_server(port, addr="127.0.0.1")
+
+    totals = Totals()
+    checker = ScriptedChecker()
+    monitor = RefCheckMonitor(checker=checker, on_result=[totals, HookThatFails()], max_wait=0.01)
+    sampled_out = RefCheckMonitor(checker=checker, sample_rate=0.0)
+    tiny = RefCheckMonitor(checker=checker, on_result=[totals], max_queue=1, max_wait=0.2)
+    rng = random.Random(7)
+    submitted = 0
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        command = json.loads(line)
+        for _ in range(command.get("answers", 0)):
+            monitor.submit(
+                answer=_answer(submitted, command.get("contradiction_share", 0.0), rng),
+                references=["The record lists every fact."],
+                model=MODELS[submitted % len(MODELS)],
+                trace_context=None,
+            )
+            submitted += 1
+        for index in range(command.get("hook_errors", 0)):
+            monitor.submit(
+                answer=f"Fact number {index} is supported by the record.",
+                references=["The record."],
+                metadata={"fail_hook": True},
+                trace_context=None,
+            )
+        for _ in range(command.get("skip", 0)):
+            sampled_out.submit(answer="Skipped.", references=["x"], trace_context=None)
+        for index in range(command.get("burst", 0)):
+            tiny.submit(
+                answer=f"Fact number {index} is supported by the record.",
+                references=["The record."],
+                trace_context=None,
+            )
+        for m in (monitor, tiny):
+            m.flush(30)
+        stats = {
+            t.value: monitor.stats.get(t) + sampled_out.stats.get(t) + tiny.stats.get(t)
+            for t in Tally
+        }
+        print(
+            json.dumps({"claims": totals.claims, "responses": totals.responses, "stats": stats}),
+            flush=True,
+        )
+    for m in (monitor, sampled_out, tiny):
+        m.shutdown()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

@@ -1,0 +1,244 @@
+"""End to end: a real Prometheus scrapes an app running the monitor; the alert and dashboard work.
+
+The app (`refcheck_metrics_app.py`) runs `RefCheckMonitor` with its default OpenTelemetry
+exporter behind the OpenTelemetry Prometheus exporter. Prometheus (the Debian `prometheus`
+binary, on 127.0.0.1 with a temporary data dir) scrapes it every second and evaluates the shipped
+alert rules with their windows scaled from minutes and hours down to seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "deploy" / "prometheus" / "refcheck-alerts.yml"
+DASHBOARD = ROOT / "deploy" / "grafana" / "refcheck-dashboard.json"
+APP = Path(__file__).with_name("refcheck_metrics_app.py")
+JOB = "rag-app"
+SCALED_WINDOWS = {"10m": "6s", "15m": "10s", "30m": "10s", "6h": "2m"}
+DASHBOARD_VARIABLES = {"$service": JOB, "$__rate_interval": "2m", "$__range": "5m"}
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if value := condition():
+                return value
+        except OSError:
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def scaled_rules(text: str) -> str:
+    """The shipped rules with every window and `for` duration scaled down to seconds."""
+    text = re.sub(r"\[(\d+[mh])\]", lambda m: f"[{SCALED_WINDOWS[m.group(1)]}]", text)
+    return re.sub(r"for: \d+m", "for: 2s", text)
+
+
+class App:
+    """The app process: send a command, get its running totals back."""
+
+    def __init__(self, process: subprocess.Popen[str], port: int) -> None:
+        self.process, self.port = process, port
+
+    def send(self, **command: int | float) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, "the app exited"
+        return dict(json.loads(line))
+
+
+class Prometheus:
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+
+    def get(self, path: str, **params: str) -> Any:
+        query = urllib.parse.urlencode(params)
+        with urllib.request.urlopen(f"{self.url}{path}?{query}", timeout=10) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        return list(self.get("/api/v1/query", query=expr)["result"])
+
+    def by(self, label: str, expr: str) -> dict[str, float]:
+        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(expr)}
+
+    def firing(self, alert: str) -> list[dict[str, Any]]:
+        return [
+            a
+            for a in self.get("/api/v1/alerts")["alerts"]
+            if a["labels"]["alertname"] == alert and a["state"] == "firing"
+        ]
+
+    def active(self, alert: str) -> list[dict[str, Any]]:
+        return [
+            a for a in self.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == alert
+        ]
+
+
+@pytest.fixture
+def app() -> Iterator[App]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(APP), str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline()) == {"ready": True}
+        yield App(process, port)
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def prometheus(app: App, tmp_path: Path) -> Iterator[Prometheus]:
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail("prometheus not found: run `make system-deps` (Debian package prometheus)")
+    (tmp_path / "rules.yml").write_text(scaled_rules(RULES.read_text()))
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(tmp_path / "rules.yml")],
+        "scrape_configs": [
+            {"job_name": JOB, "static_configs": [{"targets": [f"127.0.0.1:{app.port}"]}]}
+        ],
+    }
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    server = Prometheus(port)
+    try:
+        _wait_until(lambda: server.query(f'up{{job="{JOB}"}} == 1'), 30, "the first scrape")
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _stream(app: App, chunks: int, answers: int, contradiction_share: float) -> dict[str, Any]:
+    totals: dict[str, Any] = {}
+    for _ in range(chunks):
+        totals = app.send(answers=answers, contradiction_share=contradiction_share)
+        time.sleep(1.0)
+    return totals
+
+
+def _dashboard_expressions() -> list[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    exprs += [a["expr"] for a in dashboard["annotations"]["list"]]
+    for name, value in DASHBOARD_VARIABLES.items():
+        exprs = [e.replace(name, value) for e in exprs]
+    return exprs
+
+
+def test_spike_fires_the_shipped_alert_and_every_dashboard_query_returns_data(
+    app: App, prometheus: Prometheus
+) -> None:
+    _stream(app, chunks=6, answers=60, contradiction_share=0.03)
+    time.sleep(2.0)
+    assert prometheus.active("RefCheckContradictionSpike") == [], "fired on a normal stream"
+
+    _stream(app, chunks=6, answers=20, contradiction_share=0.85)
+    [alert] = _wait_until(
+        lambda: prometheus.firing("RefCheckContradictionSpike"), 30, "the spike alert to fire"
+    )
+    assert alert["labels"]["job"] == JOB
+    assert alert["labels"]["severity"] == "page"
+    assert float(alert["value"]) > 0.5
+
+    totals = app.send(skip=3, burst=20, hook_errors=2)
+    time.sleep(2.5)  # two scrapes after the last result
+
+    selector = f'{{job="{JOB}"}}'
+    claims = prometheus.by(
+        "refcheck_verdict", f"sum by (refcheck_verdict) (refcheck_claims_total{selector})"
+    )
+    assert claims == {k: float(v) for k, v in totals["claims"].items()}
+    assert {"entailment", "contradiction", "neutral", "error"} <= set(claims)
+    responses = prometheus.by(
+        "refcheck_outcome", f"sum by (refcheck_outcome) (refcheck_responses_total{selector})"
+    )
+    assert responses == {k: float(v) for k, v in totals["responses"].items()}
+    [ratios] = prometheus.query(f"sum(refcheck_response_hallucination_ratio_count{selector})")
+    assert (
+        float(ratios["value"][1]) == totals["responses"]["checked"] + totals["responses"]["partial"]
+    )
+    stats = totals["stats"]
+    for tally, metric in (("dropped", "dropped"), ("skipped", "skipped"), ("errors", "errors")):
+        [value] = prometheus.query(f"sum(refcheck_{metric}_total{selector})")
+        assert float(value["value"][1]) == stats[tally] > 0, tally
+    assert prometheus.by(
+        "refcheck_reason", f"sum by (refcheck_reason) (refcheck_skipped_total{selector})"
+    ) == {"sampled_out": 3.0}
+    assert prometheus.by(
+        "refcheck_reason", f"sum by (refcheck_reason) (refcheck_errors_total{selector})"
+    ) == {"on_result": 2.0}
+    stages = prometheus.by(
+        "refcheck_stage",
+        f"sum by (refcheck_stage) (refcheck_stage_duration_seconds_count{selector})",
+    )
+    assert set(stages) == {"queue", "extract", "check", "aggregate", "total"}
+    verdicts = sum(totals["claims"].values())
+    tokens = prometheus.by(
+        "gen_ai_token_type", f"sum by (gen_ai_token_type) (refcheck_llm_tokens_total{selector})"
+    )
+    assert tokens == {"input": 40.0 * verdicts, "output": 4.0 * verdicts}
+    [cost] = prometheus.query(f"sum(refcheck_llm_cost_total{selector})")
+    assert float(cost["value"][1]) == pytest.approx(0.0001 * verdicts)
+    assert prometheus.query(f"refcheck_queue_size{selector}")
+
+    jobs = prometheus.get("/api/v1/label/job/values", **{"match[]": "refcheck_responses_total"})
+    assert jobs == [JOB]  # the dashboard's service variable
+    for expr in _dashboard_expressions():
+        result = prometheus.query(expr)
+        values = [float(r["value"][1]) for r in result]
+        assert any(math.isfinite(v) for v in values), f"no data for: {expr}"
