@@ -1,0 +1,129 @@
+"""The bench report as one self-contained HTML page: tables and inline SVG, no scripts, no
+external files, so it opens offline and can be attached to a ticket or a pull request."""
+
+from __future__ import annotations
+
+from html import escape
+
+from refcheck_callbacks.bench.plots import checker_colour, confusion_plot, histogram_plot, roc_plot
+from refcheck_callbacks.bench.runner import BenchReport, CheckerScores, DatasetResult
+
+_STYLE = """
+body { font-family: sans-serif; margin: 24px; color: #222; background: #ffffff; }
+table { border-collapse: collapse; margin: 8px 0 16px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+figure { margin: 0; } figcaption { font-size: 12px; color: #555; }
+.note { color: #555; font-size: 13px; }
+"""
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _summary_table(result: DatasetResult) -> str:
+    head = (
+        "<tr><th>checker</th><th>claims</th><th>failed</th><th>claims/s</th>"
+        "<th>accuracy (3-way)</th><th>macro-F1 (3-way)</th><th>balanced acc.</th><th>AUROC</th>"
+        "<th>Pearson (resp.)</th><th>Spearman (resp.)</th></tr>"
+    )
+    rows = []
+    for scores in result.checkers:
+        three, binary, response = scores.three_way, scores.binary, scores.response_level
+        cells = [
+            three.accuracy if three else None,
+            three.macro_f1 if three else None,
+            binary.balanced_accuracy if binary else None,
+            binary.auroc if binary else None,
+            response.pearson if response else None,
+            response.spearman if response else None,
+        ]
+        rows.append(
+            f"<tr><td>{escape(scores.checker)}</td><td>{scores.examples}</td>"
+            f"<td>{scores.failed}</td><td>{scores.claims_per_second:.1f}</td>"
+            + "".join(f"<td>{_number(value)}</td>" for value in cells)
+            + "</tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _per_label_table(scores: CheckerScores) -> str:
+    if scores.three_way is None:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(label)}</td><td>{s.precision:.3f}</td><td>{s.recall:.3f}</td>"
+        f"<td>{s.f1:.3f}</td><td>{s.support}</td></tr>"
+        for label, s in scores.three_way.per_label.items()
+    )
+    return (
+        f"<table><caption>{escape(scores.checker)}: per label (3-way)</caption>"
+        "<tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>gold</th></tr>"
+        f"{rows}</table>"
+    )
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
+
+
+def _plots(result: DatasetResult) -> str:
+    figures = []
+    curves = [
+        (s.checker, checker_colour(i), s.binary.roc, s.binary.auroc)
+        for i, s in enumerate(result.checkers)
+        if s.binary is not None and s.binary.roc is not None
+    ]
+    if curves:
+        figures.append(
+            _figure(roc_plot(curves, f"{result.dataset} ROC"), "ROC of the support score")
+        )
+    for scores in result.checkers:
+        name = scores.checker
+        if scores.three_way is not None:
+            svg = confusion_plot(
+                scores.three_way.confusion, scores.three_way.labels, f"{result.dataset} {name}"
+            )
+            figures.append(_figure(svg, f"{name}: 3-way confusion (counts)"))
+        if scores.binary is not None:
+            binary = scores.binary
+            svg = confusion_plot(
+                binary.confusion, ["supported", "unsupported"], f"{result.dataset} {name}"
+            )
+            figures.append(_figure(svg, f"{name}: supported vs not (counts)"))
+            svg = histogram_plot(
+                binary.histogram_supported, binary.histogram_unsupported, f"{name} scores"
+            )
+            figures.append(_figure(svg, f"{name}: support score by gold class (share per bin)"))
+    return f'<div class="plots">{"".join(figures)}</div>'
+
+
+def _dataset_section(result: DatasetResult) -> str:
+    tables = "".join(_per_label_table(scores) for scores in result.checkers)
+    return (
+        f'<section id="{escape(result.dataset)}"><h2>{escape(result.dataset)}</h2>'
+        f'<p class="note">{result.examples} labelled claims.</p>'
+        f"{_summary_table(result)}{tables}{_plots(result)}</section>"
+    )
+
+
+def render_html(report: BenchReport) -> str:
+    """The whole report page."""
+    unavailable = "".join(
+        f"<li><b>{escape(name)}</b>: {escape(reason)}</li>"
+        for name, reason in report.unavailable.items()
+    )
+    sections = "".join(_dataset_section(result) for result in report.datasets)
+    limit = "all examples" if report.limit is None else f"about {report.limit} per dataset"
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        "<title>refcheck bench</title>"
+        f"<style>{_STYLE}</style></head><body><h1>refcheck bench</h1>"
+        f'<p class="note">refcheck-callbacks {escape(report.version)}, {escape(report.created_at)};'
+        f" data: {escape(report.data_dir)}; {limit}. Support score = the checker's P(Entailment);"
+        " binary scores treat Entailment as supported. Response-level correlations compare the"
+        " share of unsupported claims per response (responses with two or more claims).</p>"
+        + (f"<h2>Not loaded</h2><ul>{unavailable}</ul>" if unavailable else "")
+        + f"{sections}</body></html>"
+    )

@@ -1,0 +1,315 @@
+"""`refcheck bench`: run checkers on labelled sets, score them, write JSON and HTML.
+
+Every claim goes through the same `Pipeline` the monitor uses (claims given, so no
+extraction): a checker is measured exactly as it runs in production, failures included. A
+claim the checker fails on is counted as failed and left out of the scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from refcheck_callbacks import __version__
+from refcheck_callbacks.bench import metrics
+from refcheck_callbacks.bench.datasets import (
+    DATASET_NAMES,
+    LabelledExample,
+    default_data_dir,
+    load_dataset,
+)
+from refcheck_callbacks.bench.metrics import LabelScores, RocCurve
+from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.extract.sentences import SentenceExtractor
+from refcheck_callbacks.pipeline import Pipeline, StageTimeouts
+from refcheck_callbacks.progress import Progress
+from refcheck_callbacks.types import CheckRequest, Claim, Label, Outcome, Reference, Verdict
+
+HISTOGRAM_BINS = 20
+_LABEL_ORDER = (Label.ENTAILMENT, Label.NEUTRAL, Label.CONTRADICTION)
+
+
+class ThreeWayScores(BaseModel):
+    labels: list[str]
+    """Labels present in the gold or predicted labels, in E / N / C order (as scikit-learn)."""
+    examples: int
+    accuracy: float
+    macro_f1: float
+    per_label: dict[str, LabelScores]
+    confusion: list[list[int]]
+    """Gold rows by predicted columns, in `labels` order."""
+
+
+class BinaryScores(BaseModel):
+    examples: int
+    supported: int
+    balanced_accuracy: float
+    accuracy: float
+    auroc: float | None
+    confusion: list[list[int]]
+    """Rows gold [supported, unsupported], columns predicted the same."""
+    roc: RocCurve | None
+    histogram_supported: list[int]
+    """Support scores of gold-supported claims in HISTOGRAM_BINS bins over [0, 1]."""
+    histogram_unsupported: list[int]
+
+
+class ResponseScores(BaseModel):
+    """Correlation of the hallucination rate per response, predicted vs gold."""
+
+    responses: int
+    pearson: float | None
+    spearman: float | None
+
+
+class CheckerScores(BaseModel):
+    checker: str
+    examples: int
+    failed: int
+    seconds: float
+    claims_per_second: float
+    three_way: ThreeWayScores | None = None
+    binary: BinaryScores | None = None
+    response_level: ResponseScores | None = None
+
+
+class DatasetResult(BaseModel):
+    dataset: str
+    examples: int
+    checkers: list[CheckerScores]
+
+
+class BenchReport(BaseModel):
+    created_at: str
+    version: str
+    data_dir: str
+    limit: int | None
+    datasets: list[DatasetResult]
+    unavailable: dict[str, str]
+    """Datasets that could not be loaded, and why."""
+
+
+@dataclass
+class BenchOptions:
+    datasets: Sequence[str]
+    path: Path | None = None
+    limit: int | None = None
+    output_dir: Path = Path("bench-results")
+    batch_size: int = 64
+    progress: bool = True
+    seed: int = 0
+
+
+@dataclass
+class BenchOutcome:
+    report: BenchReport
+    json_path: Path
+    html_path: Path
+    results: list[DatasetResult] = field(default_factory=list)
+
+
+def subsample(examples: list[LabelledExample], limit: int, seed: int = 0) -> list[LabelledExample]:
+    """About `limit` examples drawn by whole response (seeded), in their original order.
+
+    The first N lines of a file are often one class or one source; whole responses keep the
+    response-level correlation meaningful.
+    """
+    if len(examples) <= limit:
+        return examples
+    by_unit: dict[str, list[int]] = defaultdict(list)
+    for position, example in enumerate(examples):
+        by_unit[example.response_id or example.example_id].append(position)
+    units = list(by_unit)
+    random.Random(seed).shuffle(units)
+    chosen: list[int] = []
+    for unit in units:
+        if len(chosen) >= limit:
+            break
+        chosen.extend(by_unit[unit])
+    return [examples[i] for i in sorted(chosen)]
+
+
+def support_score(verdict: Verdict) -> float:
+    """P(Entailment) when the checker gives probabilities, else derived from its confidence."""
+    if verdict.probabilities is not None and Label.ENTAILMENT in verdict.probabilities:
+        return verdict.probabilities[Label.ENTAILMENT]
+    return verdict.confidence if verdict.label is Label.ENTAILMENT else 1.0 - verdict.confidence
+
+
+def gold_supported(example: LabelledExample) -> bool | None:
+    if example.supported is not None:
+        return example.supported
+    return None if example.label is None else example.label is Label.ENTAILMENT
+
+
+async def check_examples(
+    checker: Checker, examples: Sequence[LabelledExample], batch_size: int, progress: Progress
+) -> list[Verdict | None]:
+    """One verdict per example (None where the checker failed), in order."""
+    pipeline = Pipeline(SentenceExtractor(), checker, timeouts=StageTimeouts(check=3600.0))
+    verdicts: list[Verdict | None] = []
+    for start in range(0, len(examples), batch_size):
+        batch = examples[start : start + batch_size]
+        requests = [
+            CheckRequest(
+                answer=e.claim,
+                claims=[Claim(text=e.claim)],
+                references=[Reference(text=t, id=str(i)) for i, t in enumerate(e.references)],
+            )
+            for e in batch
+        ]
+        for result in await pipeline.run(requests):
+            ok = result.outcome is Outcome.CHECKED and result.verdicts
+            verdicts.append(result.verdicts[0] if ok else None)
+        progress.advance(len(batch))
+    return verdicts
+
+
+def _three_way(pairs: list[tuple[LabelledExample, Verdict]]) -> ThreeWayScores | None:
+    labelled = [(e.label, v.label) for e, v in pairs if e.label is not None and v.label is not None]
+    if not labelled or len({g for g, _ in labelled}) < 2:
+        return None
+    gold = [g for g, _ in labelled]
+    predicted = [p for _, p in labelled]
+    present = set(gold) | set(predicted)
+    labels = [label for label in _LABEL_ORDER if label in present]
+    return ThreeWayScores(
+        labels=[label.value for label in labels],
+        examples=len(gold),
+        accuracy=metrics.accuracy(gold, predicted),
+        macro_f1=metrics.macro_f1(gold, predicted, labels),
+        per_label={
+            label.value: scores
+            for label, scores in metrics.per_label_scores(gold, predicted, labels).items()
+        },
+        confusion=metrics.confusion_matrix(gold, predicted, labels),
+    )
+
+
+def _binary(pairs: list[tuple[LabelledExample, Verdict]]) -> BinaryScores | None:
+    rows = [(gold_supported(e), v) for e, v in pairs]
+    known = [(g, v) for g, v in rows if g is not None]
+    if not known:
+        return None
+    gold = [g for g, _ in known]
+    predicted = [v.label is Label.ENTAILMENT for _, v in known]
+    scores = [support_score(v) for _, v in known]
+    return BinaryScores(
+        examples=len(gold),
+        supported=sum(gold),
+        balanced_accuracy=metrics.balanced_accuracy(gold, predicted),
+        accuracy=metrics.accuracy(gold, predicted),
+        auroc=metrics.auroc(gold, scores),
+        confusion=metrics.confusion_matrix(gold, predicted, [True, False]),
+        roc=metrics.roc_curve(gold, scores),
+        histogram_supported=metrics.histogram(
+            [s for s, g in zip(scores, gold, strict=True) if g], HISTOGRAM_BINS
+        ),
+        histogram_unsupported=metrics.histogram(
+            [s for s, g in zip(scores, gold, strict=True) if not g], HISTOGRAM_BINS
+        ),
+    )
+
+
+def _response_level(pairs: list[tuple[LabelledExample, Verdict]]) -> ResponseScores | None:
+    """Hallucination rate per response (share of claims not supported), for responses with
+    at least two checked claims; a single claim's rate is just its binary label."""
+    by_response: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for example, verdict in pairs:
+        gold = gold_supported(example)
+        if example.response_id is not None and gold is not None:
+            by_response[example.response_id].append((gold, verdict.label is Label.ENTAILMENT))
+    claims = [c for c in by_response.values() if len(c) >= 2]
+    if len(claims) < 2:
+        return None
+    gold_rate = [sum(not g for g, _ in c) / len(c) for c in claims]
+    predicted_rate = [sum(not p for _, p in c) / len(c) for c in claims]
+    return ResponseScores(
+        responses=len(claims),
+        pearson=metrics.pearson(predicted_rate, gold_rate),
+        spearman=metrics.spearman(predicted_rate, gold_rate),
+    )
+
+
+def score(
+    name: str,
+    examples: Sequence[LabelledExample],
+    verdicts: Sequence[Verdict | None],
+    seconds: float,
+) -> CheckerScores:
+    pairs = [(e, v) for e, v in zip(examples, verdicts, strict=True) if v is not None]
+    return CheckerScores(
+        checker=name,
+        examples=len(examples),
+        failed=len(examples) - len(pairs),
+        seconds=seconds,
+        claims_per_second=len(examples) / seconds if seconds > 0 else 0.0,
+        three_way=_three_way(pairs),
+        binary=_binary(pairs),
+        response_level=_response_level(pairs),
+    )
+
+
+def _load(options: BenchOptions, unavailable: dict[str, str]) -> dict[str, list[LabelledExample]]:
+    # `all` also names the set that cannot be checked, so the report says why it is missing.
+    every = [*DATASET_NAMES, "refchecker_annotations"]
+    names = every if "all" in options.datasets else list(options.datasets)
+    loaded = {}
+    for name in names:
+        try:
+            examples = load_dataset(name, options.path)
+        except (OSError, ValueError, KeyError) as exc:
+            unavailable[name] = f"{type(exc).__name__}: {exc}"
+            print(f"refcheck: dataset {name} skipped: {exc}", file=sys.stderr)
+            continue
+        if options.limit is not None:
+            examples = subsample(examples, options.limit, options.seed)
+        loaded[name] = examples
+    return loaded
+
+
+def _default_data_dir() -> str:
+    try:
+        return str(default_data_dir())
+    except FileNotFoundError:
+        return "(not found)"
+
+
+def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutcome:
+    """Score every checker on every dataset that loads; write bench.json and bench.html."""
+    from refcheck_callbacks.bench.report import render_html
+
+    unavailable: dict[str, str] = {}
+    results = []
+    for name, examples in _load(options, unavailable).items():
+        scored = []
+        for spec, checker in checkers.items():
+            progress = Progress(len(examples), f"{name} / {spec}", enabled=options.progress)
+            started = time.perf_counter()
+            verdicts = asyncio.run(check_examples(checker, examples, options.batch_size, progress))
+            progress.close()
+            scored.append(score(spec, examples, verdicts, time.perf_counter() - started))
+        results.append(DatasetResult(dataset=name, examples=len(examples), checkers=scored))
+    report = BenchReport(
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        version=__version__,
+        data_dir=str(options.path or _default_data_dir()),
+        limit=options.limit,
+        datasets=results,
+        unavailable=unavailable,
+    )
+    options.output_dir.mkdir(parents=True, exist_ok=True)
+    json_path = options.output_dir / "bench.json"
+    html_path = options.output_dir / "bench.html"
+    json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
+    return BenchOutcome(report, json_path, html_path, results)
