@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+
 from refcheck_callbacks._optional import require
 from refcheck_callbacks.types import Usage
 
@@ -302,12 +305,17 @@ class LLMClient:
             with self._lock:
                 self._requests_sent += 1
             spent.requests += 1
+            # Our judge calls are not the app's work: instrumentations that trace litellm or
+            # HTTP (OpenInference, OpenLLMetry) must not add them to the app's traces.
+            token = otel_context.attach(otel_context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
             try:
                 # Our own clock as well as the HTTP client's: a server that trickles bytes
                 # must not hold a slot past the deadline.
                 return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout + 1.0)
             except asyncio.TimeoutError as exc:
                 raise asyncio.TimeoutError(f"no reply within {timeout:.1f}s") from exc
+            finally:
+                otel_context.detach(token)
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

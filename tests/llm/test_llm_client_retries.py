@@ -7,9 +7,12 @@ import time
 
 import pytest
 from conftest import PRICED_MODEL, UNPRICED_MODEL
+from litellm.integrations.custom_logger import CustomLogger
+from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from scripted_openai_server import Reply, ScriptedOpenAIServer
 
-from refcheck_callbacks.llm_client import LLMCallError, LLMClient, RetryPolicy
+from refcheck_callbacks.llm_client import LLMCallError, LLMClient, RetryPolicy, load_litellm
 
 MESSAGES = [{"role": "user", "content": "Say ok."}]
 FAST_RETRIES = RetryPolicy(max_retries=2, backoff=0.05, max_backoff=2.0)
@@ -142,3 +145,23 @@ def test_litellm_retries_are_off_so_only_ours_count(llm_server: ScriptedOpenAISe
     with pytest.raises(LLMCallError):
         asyncio.run(client(llm_server, retry=RetryPolicy(max_retries=0)).complete(MESSAGES))
     assert len(llm_server.chat_requests()) == 1
+
+
+def test_llm_calls_run_with_instrumentation_suppressed(llm_server: ScriptedOpenAIServer) -> None:
+    """Instrumentations tracing litellm see the suppress flag: judge calls stay out of traces."""
+    litellm = load_litellm()
+    seen: list[object] = []
+
+    class SuppressionProbe(CustomLogger):  # type: ignore[misc]
+        def log_pre_api_call(self, model: str, messages: object, kwargs: object) -> None:
+            seen.append(otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY))
+
+    probe = SuppressionProbe()
+    litellm.callbacks.append(probe)
+    try:
+        llm_server.queue("ok")
+        asyncio.run(client(llm_server).complete(MESSAGES))
+    finally:
+        litellm.callbacks.remove(probe)
+    assert seen == [True]
+    assert otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY) is None

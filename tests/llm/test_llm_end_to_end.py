@@ -1,0 +1,212 @@
+"""End to end: a LangChain RAG chain, LLMExtractor + LLMChecker on one OpenAI-compatible server,
+verdicts exported through the real OpenTelemetry SDK.
+
+Every LLM in the picture (the app's own chat model, the claim extractor, the judge) talks real
+HTTP to the scripted server, as they would to one vLLM deployment configured by `api_base`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PRICED_MODEL, UNPRICED_MODEL
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
+
+from refcheck_callbacks import CheckResult, RefCheckMonitor
+from refcheck_callbacks.check.llm import LLMChecker
+from refcheck_callbacks.exporters import names
+from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
+from refcheck_callbacks.extract.llm import LLMExtractor
+from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
+from refcheck_callbacks.llm_client import load_litellm
+
+# The integration tests' corpus, keyword retriever and LCEL RAG chain, shared rather than copied.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations"))
+from langchain_chains import CORPUS, KeywordRetriever, rag_chain
+
+QUESTION = "How tall is the Eiffel Tower?"
+ANSWER = "The Eiffel Tower is 330 metres tall. It was built in 1850."
+REFUSAL = "I'm sorry, I don't know."
+TRIPLETS = '("Eiffel Tower", "is", "330 metres tall")\n("Eiffel Tower", "was built in", "1850")'
+JUDGEMENT = """Claim 1:
+Reasoning: Document 1 gives the height as 330 metres.
+Evidence: 1
+Label: Entailment
+Claim 2:
+Reasoning: Document 1 says it was built in 1887-1889, not 1850.
+Evidence: 1
+Label: Contradiction
+Type: entity
+Suggestion: Eiffel Tower was built in 1887-1889"""
+
+
+class OpenAICompatibleChat(BaseChatModel):
+    """The app's chat model: litellm against the same OpenAI-compatible endpoint."""
+
+    model: str
+    api_base: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "openai-compatible"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        roles = {"human": "user", "ai": "assistant", "system": "system"}
+        response = load_litellm().completion(
+            model=self.model,
+            api_base=self.api_base,
+            api_key="k",
+            messages=[{"role": roles[m.type], "content": m.content} for m in messages],
+        )
+        text = response.choices[0].message.content
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+def scripted(answer: str) -> Any:
+    """Replies by role: the app's answer, the extractor's triplets, the judge's labels."""
+
+    def reply(request: Received) -> Reply:
+        system = request.messages[0]["content"]
+        if "Answer from this context only" in system:
+            return Reply(content=answer)
+        if "knowledge triplets" in system:
+            return Reply(content="NONE" if answer == REFUSAL else TRIPLETS)
+        return Reply(content=JUDGEMENT, prompt_tokens=400, completion_tokens=80)
+
+    return reply
+
+
+class Telemetry:
+    def __init__(self) -> None:
+        self.spans = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider([self.reader])
+
+    def points(self, metric_name: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        assert data is not None
+        return [
+            point
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            if metric.name == metric_name
+            for point in metric.data.data_points
+        ]
+
+
+@pytest.fixture
+def telemetry() -> Iterator[Telemetry]:
+    t = Telemetry()
+    yield t
+    t.tracer_provider.shutdown()
+    t.meter_provider.shutdown()
+
+
+def run_chain(server: ScriptedOpenAIServer, telemetry: Telemetry, answer: str) -> CheckResult:
+    server.respond(scripted(answer))
+    results: list[CheckResult] = []
+    monitor = RefCheckMonitor(
+        extractor=LLMExtractor(UNPRICED_MODEL, api_base=server.api_base, api_key="k"),
+        checker=LLMChecker(PRICED_MODEL, api_base=server.api_base, api_key="k", error_types=True),
+        exporters=[OpenTelemetryExporter(telemetry.tracer_provider, telemetry.meter_provider)],
+        on_result=results.append,
+    )
+    with monitor:
+        chain = rag_chain(
+            KeywordRetriever(documents=CORPUS),
+            OpenAICompatibleChat(model=UNPRICED_MODEL, api_base=server.api_base),
+        )
+        output = chain.invoke(QUESTION, config={"callbacks": [RefCheckCallbackHandler(monitor)]})
+        assert output == answer
+        assert monitor.flush(30)
+    [result] = results
+    return result
+
+
+def test_a_langchain_answer_is_checked_by_llms_and_exported(
+    llm_server: ScriptedOpenAIServer, telemetry: Telemetry
+) -> None:
+    result = run_chain(llm_server, telemetry, ANSWER)
+
+    assert result.outcome.value == "checked" and result.response_label is not None
+    assert result.response_label.value == "contradiction"
+    assert [c.triplet.object for c in result.claims if c.triplet] == ["330 metres tall", "1850"]
+    assert result.verdicts[1].suggestion == "Eiffel Tower was built in 1887-1889"
+    assert result.request.references[0].id == "eiffel"
+    assert len(llm_server.chat_requests()) == 3  # the app's answer, one extraction, one judge
+
+    [span] = [s for s in telemetry.spans.get_finished_spans() if s.name == names.EVALUATION_SPAN]
+    assert span.attributes is not None
+    assert span.attributes[names.EXTRACTOR] == "llm-triplet"
+    assert span.attributes[names.CHECKER] == "llm-adherence"
+    claim_events = [
+        e.attributes
+        for e in span.events
+        if e.attributes and e.attributes[names.GEN_AI_EVALUATION_NAME] == names.CLAIM_EVALUATION
+    ]
+    assert [e[names.GEN_AI_EVALUATION_SCORE_LABEL] for e in claim_events] == [
+        "entailment",
+        "contradiction",
+    ]
+    assert claim_events[1][names.CLAIM_HALLUCINATION_TYPE] == "entity"
+    assert list(claim_events[0][names.CLAIM_EVIDENCE_DOC_IDS]) == ["eiffel"]
+
+    claims = {p.attributes[names.VERDICT]: p.value for p in telemetry.points(names.CLAIMS)}
+    assert claims == {"entailment": 1, "contradiction": 1}
+    tokens = {
+        p.attributes[names.GEN_AI_TOKEN_TYPE]: p.value for p in telemetry.points(names.LLM_TOKENS)
+    }
+    assert tokens == {"input": 100 + 400, "output": 20 + 80}  # extraction + judge
+    [cost] = telemetry.points(names.LLM_COST)
+    assert cost.value == pytest.approx(result.usage.cost_usd if result.usage else -1)
+    assert cost.value > 0  # the judge's model has a price in litellm; the extractor's has none
+
+
+def test_a_refusal_abstains_without_calling_the_judge(
+    llm_server: ScriptedOpenAIServer, telemetry: Telemetry
+) -> None:
+    result = run_chain(llm_server, telemetry, REFUSAL)
+    assert result.outcome.value == "abstain" and result.response_label is not None
+    assert result.response_label.value == "abstain"
+    assert len(llm_server.chat_requests()) == 2  # the app's answer and one extraction
+    [responses] = telemetry.points(names.RESPONSES)
+    assert responses.attributes[names.OUTCOME] == "abstain"
+
+
+def test_judge_errors_are_exported_as_error_verdicts(
+    llm_server: ScriptedOpenAIServer, telemetry: Telemetry
+) -> None:
+    def broken_judge(request: Received) -> Reply:
+        if "BEGIN CLAIMS" in request.prompt:
+            return Reply(content=JUDGEMENT.split("Claim 2:")[0])  # one block for two claims
+        return scripted(ANSWER)(request)
+
+    llm_server.respond(broken_judge)
+    results: list[CheckResult] = []
+    with RefCheckMonitor(
+        extractor=LLMExtractor(UNPRICED_MODEL, api_base=llm_server.api_base, api_key="k"),
+        checker=LLMChecker(UNPRICED_MODEL, api_base=llm_server.api_base, api_key="k"),
+        exporters=[OpenTelemetryExporter(telemetry.tracer_provider, telemetry.meter_provider)],
+        on_result=results.append,
+    ) as monitor:
+        monitor.submit(question=QUESTION, answer=ANSWER, references=[CORPUS[0].page_content])
+        assert monitor.flush(30)
+    [result] = results
+    assert result.outcome.value == "partial"
+    claims = {p.attributes[names.VERDICT]: p.value for p in telemetry.points(names.CLAIMS)}
+    assert claims == {"entailment": 1, "error": 1}
