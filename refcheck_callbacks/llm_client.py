@@ -137,7 +137,9 @@ class LLMClient:
         api_base, api_key: the endpoint, e.g. a vLLM server's "http://host:8000/v1".
         concurrency: requests in flight at once from this client (per event loop).
         request_timeout: seconds one HTTP attempt may take.
-        deadline: seconds one `complete` call may take, retries and waits included.
+        deadline: seconds one `complete` call may take, retries and waits included. Keep it
+            below the monitor's stage timeouts (`StageTimeouts`: 60 s extract, 120 s check),
+            so a slow call ends as a counted error of its own rather than a stage timeout.
         retry: the retry policy for rate limits, server errors and timeouts.
         supports_n: whether the endpoint returns several choices for `n`; None asks litellm.
         completion_kwargs: passed to `litellm.acompletion` as-is (e.g. `extra_headers`).
@@ -150,8 +152,8 @@ class LLMClient:
         api_key: str | None = None,
         *,
         concurrency: int = 8,
-        request_timeout: float = 60.0,
-        deadline: float = 90.0,
+        request_timeout: float = 45.0,
+        deadline: float = 55.0,
         retry: RetryPolicy | None = None,
         supports_n: bool | None = None,
         completion_kwargs: Mapping[str, Any] | None = None,
@@ -290,6 +292,8 @@ class LLMClient:
             "timeout": timeout,
             "num_retries": 0,
             "max_retries": 0,
+            # A provider without, say, `temperature` gets the request without it, not a 400.
+            "drop_params": True,
             **self.completion_kwargs,
         }
         if n > 1:

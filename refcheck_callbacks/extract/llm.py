@@ -89,8 +89,8 @@ class LLMExtractor:
         max_claims: int = 64,
         max_tokens: int = 1024,
         concurrency: int = 8,
-        request_timeout: float = 60.0,
-        deadline: float = 90.0,
+        request_timeout: float = 45.0,
+        deadline: float = 55.0,
         retry: RetryPolicy | None = None,
         completion_kwargs: Mapping[str, Any] | None = None,
         client: LLMClient | None = None,
@@ -122,10 +122,16 @@ class LLMExtractor:
                 error=f"claim extraction failed: {exc}", error_type=exc.kind, usage=exc.usage
             )
         reply = completion.texts[0] if completion.texts else ""
+        cut = f"the extraction reply was cut off at max_tokens={self.max_tokens}"
+        truncated = completion.finish_reasons[:1] == ["length"]
         try:
             claims = self._claims(reply, request.answer)
         except ParseError as exc:
-            return Extraction(error=str(exc), error_type="unparseable", usage=completion.usage)
+            error = f"{exc} ({cut})" if truncated else str(exc)
+            return Extraction(error=error, error_type="unparseable", usage=completion.usage)
+        if truncated:
+            # The complete claims are still worth checking; the result says some are missing.
+            request.notes.append(f"{cut}: claims after the cut were not checked")
         return Extraction(claims=claims, usage=completion.usage)
 
     def _claims(self, reply: str, answer: str) -> list[Claim]:

@@ -202,3 +202,18 @@ def test_claims_are_located_exactly_or_by_their_sentence() -> None:
     sentence = locate_claim("Paris has 2.1 million people", answer)
     assert sentence is not None and sentence.of(answer) == "It has 2.1 million people."
     assert locate_claim("Berlin borders Poland", answer) is None
+
+
+def test_a_reply_cut_at_the_token_limit_keeps_its_complete_triplets_and_says_so(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    llm_server.queue(
+        Reply(content='("Louvre", "opened in", "1793")\n("Louvre", "hol', finish_reason="length")
+    )
+    request = CheckRequest(question=QUESTION, answer=ANSWER, references=[Reference(text="x")])
+    [extraction] = asyncio.run(extractor(llm_server, max_tokens=16).extract([request]))
+    assert [c.text for c in extraction.claims] == ["Louvre opened in 1793"]
+    assert request.notes == [
+        "the extraction reply was cut off at max_tokens=16: claims after the cut were not checked"
+    ]
+    assert llm_server.chat_requests()[0].body["max_tokens"] == 16
