@@ -26,6 +26,7 @@ from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.llm import LLMChecker
+from refcheck_callbacks.components import build_checker, build_extractor
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
 from refcheck_callbacks.extract.llm import LLMExtractor
@@ -210,3 +211,23 @@ def test_judge_errors_are_exported_as_error_verdicts(
     assert result.outcome.value == "partial"
     claims = {p.attributes[names.VERDICT]: p.value for p in telemetry.points(names.CLAIMS)}
     assert claims == {"entailment": 1, "error": 1}
+
+
+def test_spec_built_components_reach_a_server_named_only_in_the_environment(
+    llm_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--extractor llm:openai/NAME --checker llm:openai/NAME` plus OPENAI_API_BASE: no code."""
+    monkeypatch.setenv("OPENAI_API_BASE", llm_server.api_base)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    llm_server.respond(scripted(ANSWER))
+    with RefCheckMonitor(
+        extractor=build_extractor(f"llm:{UNPRICED_MODEL}"),
+        checker=build_checker(f"llm:{UNPRICED_MODEL}"),
+        exporters=[],
+    ) as monitor:
+        result = monitor.check(
+            question=QUESTION, answer=ANSWER, references=[CORPUS[0].page_content]
+        )
+    assert result.outcome.value == "checked"
+    assert [v.label.value for v in result.verdicts if v.label] == ["entailment", "contradiction"]
+    assert len(llm_server.chat_requests()) == 2
