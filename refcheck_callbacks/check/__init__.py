@@ -2,5 +2,6 @@
 
 from refcheck_callbacks.check.base import Checker, SyncChecker
 from refcheck_callbacks.check.embedded import EmbeddedChecker
+from refcheck_callbacks.check.llm import LLMChecker
 
-__all__ = ["Checker", "EmbeddedChecker", "SyncChecker"]
+__all__ = ["Checker", "EmbeddedChecker", "LLMChecker", "SyncChecker"]
