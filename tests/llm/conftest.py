@@ -9,11 +9,6 @@ from scripted_openai_server import ScriptedOpenAIServer
 
 from refcheck_callbacks.llm_client import load_litellm
 
-PRICED_MODEL = "openai/gpt-4o-mini"
-"""A model litellm has a price for: cost is computed from the server's token counts."""
-UNPRICED_MODEL = "openai/served-by-vllm"
-"""A name only our server knows, as with a self-hosted vLLM model: no cost, tokens only."""
-
 
 @pytest.fixture(scope="session", autouse=True)
 def _litellm_loaded() -> None:

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+PRICED_MODEL = "openai/gpt-4o-mini"
+"""A model litellm has a price for: cost is computed from the server's token counts."""
+UNPRICED_MODEL = "openai/served-by-vllm"
+"""A name only our server knows, as with a self-hosted vLLM model: no cost, tokens only."""
+
 
 @dataclass
 class Reply:

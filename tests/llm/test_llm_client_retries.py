@@ -6,11 +6,10 @@ import asyncio
 import time
 
 import pytest
-from conftest import PRICED_MODEL, UNPRICED_MODEL
 from litellm.integrations.custom_logger import CustomLogger
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
-from scripted_openai_server import Reply, ScriptedOpenAIServer
+from scripted_openai_server import PRICED_MODEL, UNPRICED_MODEL, Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks.llm_client import LLMCallError, LLMClient, RetryPolicy, load_litellm
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PRICED_MODEL, UNPRICED_MODEL
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -22,7 +21,13 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
+from scripted_openai_server import (
+    PRICED_MODEL,
+    UNPRICED_MODEL,
+    Received,
+    Reply,
+    ScriptedOpenAIServer,
+)
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.llm import LLMChecker

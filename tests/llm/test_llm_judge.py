@@ -6,8 +6,12 @@ import asyncio
 import re
 
 import pytest
-from conftest import UNPRICED_MODEL
-from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
+from scripted_openai_server import (
+    UNPRICED_MODEL,
+    Received,
+    Reply,
+    ScriptedOpenAIServer,
+)
 
 from refcheck_callbacks import CheckItem, Claim, Label, Outcome, RefCheckMonitor, Reference, Verdict
 from refcheck_callbacks.check.base import Checker

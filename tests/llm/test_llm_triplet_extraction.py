@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import PRICED_MODEL, UNPRICED_MODEL
-from scripted_openai_server import Reply, ScriptedOpenAIServer
+from scripted_openai_server import PRICED_MODEL, UNPRICED_MODEL, Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks import CheckRequest, Reference, Triplet
 from refcheck_callbacks.extract.base import Extraction, Extractor
