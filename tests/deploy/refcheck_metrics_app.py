@@ -25,7 +25,16 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import start_http_server
 
-from refcheck_callbacks import CheckItem, CheckResult, Label, RefCheckMonitor, Usage, Verdict
+from refcheck_callbacks import (
+    CharSpan,
+    CheckItem,
+    CheckResult,
+    Evidence,
+    Label,
+    RefCheckMonitor,
+    Usage,
+    Verdict,
+)
 from refcheck_callbacks.stats import Tally
 
 MODELS = ("model-a", "model-b")
@@ -37,19 +46,26 @@ LABEL_WORDS = {
 
 
 class ScriptedChecker:
-    """A real `Checker` whose verdict is named by the claim itself; `broken` claims fail."""
+    """A real `Checker` whose verdict is named by the claim itself; `broken` claims fail.
+
+    Each verdict cites the first reference as evidence and reports LLM-judge-like usage.
+    """
 
     name = "scripted"
 
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
-        return [self._verdict(item.claim.text) for item in items]
+        return [self._verdict(item) for item in items]
 
-    def _verdict(self, claim: str) -> Verdict:
+    def _verdict(self, item: CheckItem) -> Verdict:
         usage = Usage(prompt_tokens=40, completion_tokens=4, requests=1, cost_usd=0.0001)
-        if "broken" in claim:
+        if "broken" in item.claim.text:
             return Verdict(label=None, error="scripted failure", usage=usage)
-        label = next(label for word, label in LABEL_WORDS.items() if word in claim)
-        return Verdict(label=label, confidence=0.9, usage=usage)
+        label = next(label for word, label in LABEL_WORDS.items() if word in item.claim.text)
+        first = item.references[0]
+        evidence = Evidence(
+            reference_index=0, reference_id=first.id, span=CharSpan(start=0, end=len(first.text))
+        )
+        return Verdict(label=label, confidence=0.9, evidence=[evidence], usage=usage)
 
 
 class Totals:
