@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
+from refcheck_callbacks.exporters import names
+
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "refcheck-alerts.yml"
 DASHBOARD = ROOT / "deploy" / "grafana" / "refcheck-dashboard.json"
@@ -235,6 +237,11 @@ def test_spike_fires_the_shipped_alert_and_every_dashboard_query_returns_data(
     [cost] = prometheus.query(f"sum(refcheck_llm_cost_total{selector})")
     assert float(cost["value"][1]) == pytest.approx(0.0001 * verdicts)
     assert prometheus.query(f"refcheck_queue_size{selector}")
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{app.port}/metrics", timeout=10) as response:
+        exposition = response.read().decode()
+    for otel_name, prometheus_name in names.PROMETHEUS.items():
+        assert f"# TYPE {prometheus_name} " in exposition, (otel_name, prometheus_name)
 
     jobs = prometheus.get("/api/v1/label/job/values", **{"match[]": "refcheck_responses_total"})
     assert jobs == [JOB]  # the dashboard's service variable
