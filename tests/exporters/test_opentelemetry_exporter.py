@@ -34,7 +34,6 @@ from refcheck_callbacks import (
     Usage,
     Verdict,
 )
-from refcheck_callbacks.check.embedded import EmbeddedChecker
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
 
@@ -443,12 +442,12 @@ def test_export_runs_with_instrumentation_suppressed(telemetry: Telemetry) -> No
     assert not otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY)
 
 
-def test_monitor_defaults_to_an_opentelemetry_exporter(embedded_checker: EmbeddedChecker) -> None:
-    with RefCheckMonitor(checker=embedded_checker, capture_content=True) as monitor:
+def test_monitor_defaults_to_an_opentelemetry_exporter() -> None:
+    with RefCheckMonitor(checker=_ClaimsChecker(), capture_content=True) as monitor:
         [exporter] = monitor.exporters
         assert isinstance(exporter, OpenTelemetryExporter)
         assert exporter.capture_content
-    with RefCheckMonitor(checker=embedded_checker, exporters=[]) as monitor:
+    with RefCheckMonitor(checker=_ClaimsChecker(), exporters=[]) as monitor:
         assert monitor.exporters == []
 
 
@@ -509,3 +508,24 @@ def test_monitor_results_join_the_app_trace_with_real_stage_spans(telemetry: Tel
     assert failed.status.status_code is StatusCode.ERROR
     assert dict(failed.attributes or {})[names.ERROR_TYPE] == "RuntimeError"
     assert failed.parent is None
+
+
+def test_monitor_redact_hook_runs_before_content_is_exported(telemetry: Telemetry) -> None:
+    exporter = telemetry.exporter(capture_content=True)
+    with RefCheckMonitor(
+        checker=_ClaimsChecker(),
+        exporters=[exporter],
+        redact=lambda text: text.replace(SECRET, "<city>"),
+    ) as monitor:
+        monitor.check(
+            answer=f"{SECRET} is the capital of France.",
+            references=[f"{SECRET} is the capital of France."],
+            question=f"Is {SECRET} the capital?",
+        )
+
+    span = telemetry.span(names.EVALUATION_SPAN)
+    attributes = dict(span.attributes or {})
+    assert attributes[names.ANSWER] == "<city> is the capital of France."
+    assert attributes[names.QUESTION] == "Is <city> the capital?"
+    [claim] = _events(span, names.CLAIM_EVALUATION)
+    assert claim[names.CLAIM_TEXT] == "<city> is the capital of France."
