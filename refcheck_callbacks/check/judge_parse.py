@@ -20,6 +20,7 @@ _FIELD = re.compile(
     r"^[\s*#_>-]*(reasoning|evidence|label|type|suggestion)[\s*_]*[:：]\s*(.*)$", re.IGNORECASE
 )
 _DECORATION = "*_`'\"“”.,;:!()[] \t"
+_LABEL_WORDS = frozenset(label.value for label in Label)
 _NONE_WORDS = frozenset({"", "none", "n/a", "na", "-", "no", "null"})
 
 
@@ -73,11 +74,16 @@ def _fields(lines: list[str]) -> dict[str, list[str]]:
 
 
 def _label(value: str) -> Label | None:
-    word = value.strip(_DECORATION).lower()
-    try:
-        return Label(word)
-    except ValueError:
+    """The label a value names: it must start with one, and name no other.
+
+    "Contradiction (document 2 says 1889)" is read; "Neutral or Contradiction", "Entail" and
+    "Probably true" are not.
+    """
+    words = re.findall(r"[a-z]+", value.lower())
+    named = {word for word in words if word in _LABEL_WORDS}
+    if not words or words[0] not in _LABEL_WORDS or len(named) > 1:
         return None
+    return Label(words[0])
 
 
 def _optional(values: list[str] | None) -> str | None:

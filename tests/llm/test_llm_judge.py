@@ -15,6 +15,7 @@ from scripted_openai_server import (
 
 from refcheck_callbacks import CheckItem, Claim, Label, Outcome, RefCheckMonitor, Reference, Verdict
 from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.check.judge_parse import parse_judgements
 from refcheck_callbacks.check.llm import LLMChecker
 from refcheck_callbacks.llm_client import RetryPolicy
 
@@ -293,3 +294,20 @@ def test_the_monitor_reports_judge_errors_as_a_partial_check(
         )
     assert result.outcome is Outcome.PARTIAL and result.message == "1 of 2 claims got no verdict"
     assert result.usage is not None and result.usage.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("**Claim 1:**\n**Reasoning:** fine\n**Label:** Entailment", Label.ENTAILMENT),
+        ("### Claim 1\nReasoning: fine\nLabel**: contradiction.", Label.CONTRADICTION),
+        ("Claim 1: Reasoning: no doc covers it\nLabel: Neutral (not covered)", Label.NEUTRAL),
+        ("Reasoning: a reason\nover two lines.\nLabel: NEUTRAL", Label.NEUTRAL),
+        ("Claim 1:\nReasoning: fine\nLabel: Neutral or Contradiction", None),
+        ("Claim 1:\nReasoning: fine\nLabel: Entail", None),
+    ],
+)
+def test_label_lines_are_read_strictly_through_markdown(reply: str, label: Label | None) -> None:
+    [judgement] = parse_judgements(reply, 1)
+    assert judgement.label is label
+    assert (judgement.error is None) is (label is not None)
