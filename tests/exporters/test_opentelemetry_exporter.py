@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -529,3 +532,50 @@ def test_monitor_redact_hook_runs_before_content_is_exported(telemetry: Telemetr
     assert attributes[names.QUESTION] == "Is <city> the capital?"
     [claim] = _events(span, names.CLAIM_EVALUATION)
     assert claim[names.CLAIM_TEXT] == "<city> is the capital of France."
+
+
+GLOBAL_PROVIDERS_APP = """
+import json
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from refcheck_callbacks import Label, RefCheckMonitor, Verdict
+
+class Checker:
+    name = "all-entailed"
+    async def check(self, items):
+        return [Verdict(label=Label.ENTAILMENT, confidence=1.0) for _ in items]
+
+monitor = RefCheckMonitor(checker=Checker())  # created before the app configures OpenTelemetry
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider([reader]))
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+trace.set_tracer_provider(provider)
+monitor.submit(answer="Paris is the capital of France.", references=["Paris is in France."])
+monitor.flush(10)
+scopes = [s for r in reader.get_metrics_data().resource_metrics for s in r.scope_metrics]
+print(json.dumps({
+    "spans": [s.name for s in spans.get_finished_spans()],
+    "metrics": sorted(m.name for s in scopes for m in s.metrics),
+}))
+monitor.shutdown()
+"""
+
+
+def test_default_exporter_follows_global_providers_configured_after_the_monitor() -> None:
+    """Global providers can be set once per process, so this runs in its own interpreter."""
+    run = subprocess.run(
+        [sys.executable, "-c", GLOBAL_PROVIDERS_APP], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert names.EVALUATION_SPAN in seen["spans"]
+    assert "refcheck check" in seen["spans"]
+    assert {names.CLAIMS, names.RESPONSES, names.QUEUE_SIZE, names.STAGE_DURATION} <= set(
+        seen["metrics"]
+    )
