@@ -99,13 +99,21 @@ def _load(module: str, attribute: str, spec: str) -> Callable[..., Any]:
     return factory
 
 
+def _call(factory: Callable[..., Any], spec: str, **kwargs: str) -> Any:
+    """The built component; a constructor that fails (a model that cannot load) is a spec error."""
+    try:
+        return factory(**kwargs)
+    except Exception as exc:
+        raise ComponentSpecError(f"{spec!r} could not be built: {exc!r}") from exc
+
+
 def _build(spec: str, kinds: dict[str, _Kind], what: str) -> Any:
     kind_name, _, argument = spec.partition(":")
     if kind_name == "py":
         module, _, attribute = argument.rpartition(":")
         if not module or not attribute:
             raise ComponentSpecError(f"{spec!r}: write py:package.module:Factory")
-        return _load(module, attribute, spec)()
+        return _call(_load(module, attribute, spec), spec)
     kind = kinds.get(kind_name)
     if kind is None:
         known = ", ".join([*kinds, "py"])
@@ -115,11 +123,7 @@ def _build(spec: str, kinds: dict[str, _Kind], what: str) -> Any:
     if kind.argument is not None and not argument:
         raise ComponentSpecError(f"{spec!r}: write {kind_name}:{kind.argument.upper()}")
     factory = _load(kind.module, kind.attribute, spec)
-    kwargs = {kind.argument: argument} if kind.argument is not None else {}
-    try:
-        return factory(**kwargs)
-    except ImportError as exc:
-        raise ComponentSpecError(f"{spec!r}: {exc}") from exc
+    return _call(factory, spec, **({kind.argument: argument} if kind.argument else {}))
 
 
 def build_checker(spec: str) -> Checker:
