@@ -24,6 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
 from refcheck_callbacks._optional import require
+from refcheck_callbacks.logs import logger
 from refcheck_callbacks.types import Usage
 
 Message = Mapping[str, str]
@@ -210,16 +211,28 @@ class LLMClient:
         Raises `LLMCallError` when no choice could be had; a partial set of choices (some
         parallel requests failed) is returned as long as one succeeded.
         """
-        if n > 1 and self.supports_n:
-            first = await self._complete_one(messages, n, temperature, max_tokens)
-            missing = n - len(first.texts)
-            if missing <= 0:
-                return first
-            # A server may cap n: the rest come from single requests, still bounded.
+        try:
+            if n > 1 and self.supports_n:
+                return await self._complete_with_n(messages, n, temperature, max_tokens)
+            return _merge(await self._parallel(messages, n, temperature, max_tokens))
+        except LLMCallError as exc:
+            # The logger lets this through once a minute; verdicts and metrics carry the count.
+            logger.warning("refcheck: LLM call failed (%s): %s", exc.kind, exc)
+            raise
+
+    async def _complete_with_n(
+        self, messages: Sequence[Message], n: int, temperature: float, max_tokens: int | None
+    ) -> Completion:
+        first = await self._complete_one(messages, n, temperature, max_tokens)
+        missing = n - len(first.texts)
+        if missing <= 0:
+            return first
+        # A server may cap n: the rest come from single requests, still bounded.
+        try:
             rest = await self._parallel(messages, missing, temperature, max_tokens)
-            return _merge([first, *rest])
-        completions = await self._parallel(messages, n, temperature, max_tokens)
-        return _merge(completions)
+        except LLMCallError as exc:
+            rest = [Completion(texts=[], finish_reasons=[], usage=exc.usage)]
+        return _merge([first, *rest])
 
     async def _parallel(
         self, messages: Sequence[Message], count: int, temperature: float, max_tokens: int | None

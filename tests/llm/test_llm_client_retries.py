@@ -164,3 +164,15 @@ def test_llm_calls_run_with_instrumentation_suppressed(llm_server: ScriptedOpenA
         litellm.callbacks.remove(probe)
     assert seen == [True]
     assert otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY) is None
+
+
+def test_choices_from_a_capped_n_survive_failing_top_up_requests(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    llm_server.respond(
+        lambda r: Reply(content=["a", "b"]) if r.body.get("n") else Reply(status=500, content="x")
+    )
+    completion = asyncio.run(client(llm_server).complete(MESSAGES, n=4))
+    assert completion.texts == ["a", "b"]
+    # One n=4 request, then two single top-ups that each try 1 + max_retries=2 times.
+    assert completion.usage.requests == 7 == len(llm_server.chat_requests())
