@@ -17,16 +17,14 @@ All names come from `refcheck_callbacks.exporters.names`.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
-from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import (
     Link,
     NonRecordingSpan,
@@ -42,16 +40,11 @@ from opentelemetry.util.types import AttributeValue
 
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.exporters.instruments import instruments_for
 from refcheck_callbacks.stats import Tally
 from refcheck_callbacks.types import CheckResult, Outcome, TraceContext, Verdict
 
 Attributes = dict[str, AttributeValue]
-
-RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-"""`le="0"` counts fully supported answers; the rest are tenths."""
-DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
-"""Seconds, from a cached embedding check to a slow LLM judge behind a busy queue."""
-BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 _FAILED_OUTCOMES = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID_INPUT})
 _CLAIM_ERROR_TYPE = "CheckError"
@@ -98,115 +91,6 @@ def _parent_context(captured: TraceContext | None) -> tuple[Context, list[Link]]
     return trace.set_span_in_context(NonRecordingSpan(span_context), current), [Link(span_context)]
 
 
-class _MeterState:
-    """Per meter provider: one meter, its instruments, and the exporters the queue gauge sums.
-
-    Shared because the SDK warns on a second instrument of the same name and keeps only the
-    first callback of an observable one, so two monitors on one provider must share them.
-    Exporters are held weakly: a monitor dropped without `shutdown` stops being observed
-    instead of being kept alive by the gauge.
-    """
-
-    def __init__(self, provider: MeterProvider | None) -> None:
-        self.provider = provider
-        """Kept so the provider's id, this state's key, is not reused by another provider."""
-        self.meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, meter_provider=provider)
-        self.instruments = _Instruments(self.meter)
-        self._lock = threading.Lock()
-        self._watched: list[weakref.ref[OpenTelemetryExporter]] = []
-        self.meter.create_observable_gauge(
-            names.QUEUE_SIZE,
-            callbacks=[self._observe],
-            unit=names.UNIT_REQUEST,
-            description="Answers waiting in the monitor's queue to be checked.",
-        )
-
-    def watch(self, exporter: OpenTelemetryExporter) -> None:
-        with self._lock:
-            self._watched.append(weakref.ref(exporter))
-
-    def unwatch(self, exporter: OpenTelemetryExporter) -> None:
-        with self._lock:
-            self._watched = [ref for ref in self._watched if ref() not in (None, exporter)]
-
-    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._lock:
-            exporters = [exporter for ref in self._watched if (exporter := ref()) is not None]
-        sizes = [size for exporter in exporters if (size := exporter.queue_size()) is not None]
-        return [Observation(sum(sizes))] if sizes else []
-
-
-class _MeterStates:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._states: dict[int, _MeterState] = {}
-
-    def get(self, provider: MeterProvider | None) -> _MeterState:
-        """The state for `provider` (None: the global provider), created on first use."""
-        with self._lock:
-            key = id(provider)
-            if key not in self._states:
-                self._states[key] = _MeterState(provider)
-            return self._states[key]
-
-
-_METER_STATES = _MeterStates()
-
-
-class _Instruments:
-    """The synchronous instruments, created once per exporter on a shared meter."""
-
-    def __init__(self, meter: Meter) -> None:
-        self.claims = meter.create_counter(
-            names.CLAIMS, names.UNIT_CLAIM, "Claims checked, by verdict (error: no verdict)."
-        )
-        self.responses = meter.create_counter(
-            names.RESPONSES, names.UNIT_RESPONSE, "Answers evaluated, by outcome and label."
-        )
-        self.hallucination_ratio = meter.create_histogram(
-            names.HALLUCINATION_RATIO,
-            names.UNIT_RATIO,
-            "Share of an answer's claims that are neutral or contradicted.",
-            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
-        )
-        self.contradiction_ratio = meter.create_histogram(
-            names.CONTRADICTION_RATIO,
-            names.UNIT_RATIO,
-            "Share of an answer's claims that the references contradict.",
-            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
-        )
-        self.stage_duration = meter.create_histogram(
-            names.STAGE_DURATION,
-            names.UNIT_SECONDS,
-            "Seconds per pipeline stage and answer (queue, redact, extract, check, aggregate, "
-            "total).",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )
-        self.batch_size = meter.create_histogram(
-            names.CHECKER_BATCH_SIZE,
-            names.UNIT_CLAIM,
-            "Claims handed to the checker in one batch.",
-            explicit_bucket_boundaries_advisory=BATCH_BUCKETS,
-        )
-        self.tallies = {
-            Tally.DROPPED: meter.create_counter(
-                names.DROPPED, names.UNIT_REQUEST, "Answers lost for lack of capacity."
-            ),
-            Tally.SKIPPED: meter.create_counter(
-                names.SKIPPED, names.UNIT_REQUEST, "Answers deliberately not checked."
-            ),
-            Tally.ERRORS: meter.create_counter(
-                names.ERRORS, names.UNIT_ERROR, "Failures of refcheck's own code and hooks."
-            ),
-        }
-        self.llm_tokens = meter.create_counter(
-            names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."
-        )
-        self.llm_cost = meter.create_counter(
-            names.LLM_COST, names.UNIT_USD, "Money spent by LLM extractors and judges."
-        )
-
-
 class OpenTelemetryExporter(Exporter):
     """Exports every result as a span with events, and keeps refcheck's metrics.
 
@@ -242,15 +126,14 @@ class OpenTelemetryExporter(Exporter):
         self._tracer = trace.get_tracer(
             names.INSTRUMENTATION_SCOPE, tracer_provider=tracer_provider
         )
-        self._meters = _METER_STATES.get(meter_provider)
-        self._instruments = self._meters.instruments
+        self._instruments = instruments_for(meter_provider)
         self._queue_size: Callable[[], int] | None = None
 
     # -- Exporter ---------------------------------------------------------------------------
 
     def bind(self, queue_size: Callable[[], int]) -> None:
         self._queue_size = queue_size
-        self._meters.watch(self)
+        self._instruments.watch_queue(self)
 
     def queue_size(self) -> int | None:
         """The bound monitor's queue length; None before `bind` or after `shutdown`."""
@@ -301,7 +184,7 @@ class OpenTelemetryExporter(Exporter):
 
     def shutdown(self) -> None:
         self._queue_size = None
-        self._meters.unwatch(self)
+        self._instruments.unwatch_queue(self)
 
     # -- span, events -----------------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -579,3 +581,16 @@ def test_default_exporter_follows_global_providers_configured_after_the_monitor(
     assert {names.CLAIMS, names.RESPONSES, names.QUEUE_SIZE, names.STAGE_DURATION} <= set(
         seen["metrics"]
     )
+
+
+def test_exporters_keep_neither_providers_nor_monitors_alive() -> None:
+    provider = MeterProvider(shutdown_on_exit=False)
+    exporter = OpenTelemetryExporter(TracerProvider(), provider)
+    with RefCheckMonitor(checker=_ClaimsChecker(), exporters=[exporter]) as monitor:
+        monitor_ref = weakref.ref(monitor)
+    provider_ref = weakref.ref(provider)
+    provider.shutdown()
+    del provider, exporter, monitor
+    gc.collect()
+    assert provider_ref() is None
+    assert monitor_ref() is None
