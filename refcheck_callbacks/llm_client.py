@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -69,18 +69,18 @@ class Completion:
     usage: Usage
 
 
-@dataclass
 class LLMCallError(Exception):
-    """An LLM call that failed for good: retries spent, deadline passed, or a client error."""
+    """An LLM call that failed for good: retries spent, deadline passed, or a client error.
 
-    message: str
-    kind: str
-    """`rate_limit`, `server_error`, `timeout`, `deadline`, `connection` or `client_error`."""
-    usage: Usage = field(default_factory=Usage)
-    """Requests sent (and any tokens billed) before giving up."""
+    `kind` is `rate_limit`, `server_error`, `timeout`, `deadline`, `connection` or
+    `client_error`; `usage` holds the requests sent (and any tokens billed) before giving up.
+    """
 
-    def __str__(self) -> str:
-        return self.message
+    def __init__(self, message: str, kind: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.usage = usage or Usage()
 
 
 def _status_of(exc: BaseException) -> int | None:
