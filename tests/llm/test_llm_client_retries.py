@@ -13,6 +13,8 @@ from scripted_openai_server import PRICED_MODEL, UNPRICED_MODEL, Reply, Scripted
 
 from refcheck_callbacks.llm_client import LLMCallError, LLMClient, RetryPolicy, load_litellm
 
+pytestmark = pytest.mark.timeout(60)  # a hang fails fast instead of stalling CI
+
 MESSAGES = [{"role": "user", "content": "Say ok."}]
 FAST_RETRIES = RetryPolicy(max_retries=2, backoff=0.05, max_backoff=2.0)
 

@@ -7,6 +7,7 @@ HTTP to the scripted server, as they would to one vLLM deployment configured by 
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,8 @@ from refcheck_callbacks.llm_client import load_litellm
 # The integration tests' corpus, keyword retriever and LCEL RAG chain, shared rather than copied.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations"))
 from langchain_chains import CORPUS, KeywordRetriever, rag_chain
+
+pytestmark = pytest.mark.timeout(60)  # a hang fails fast instead of stalling CI
 
 QUESTION = "How tall is the Eiffel Tower?"
 ANSWER = "The Eiffel Tower is 330 metres tall. It was built in 1850."
@@ -236,3 +239,15 @@ def test_spec_built_components_reach_a_server_named_only_in_the_environment(
     assert result.outcome.value == "checked"
     assert [v.label.value for v in result.verdicts if v.label] == ["entailment", "contradiction"]
     assert len(llm_server.chat_requests()) == 2
+
+
+def test_building_llm_components_does_not_import_litellm() -> None:
+    """litellm (seconds to import) loads on the first call, in the worker, not at construction."""
+    code = (
+        "import sys\n"
+        "from refcheck_callbacks.check import LLMChecker\n"
+        "from refcheck_callbacks.extract import LLMExtractor\n"
+        "LLMChecker('openai/x', polls=5); LLMExtractor('openai/x')\n"
+        "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

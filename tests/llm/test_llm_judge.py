@@ -19,6 +19,8 @@ from refcheck_callbacks.check.judge_parse import parse_judgements
 from refcheck_callbacks.check.llm import LLMChecker
 from refcheck_callbacks.llm_client import RetryPolicy
 
+pytestmark = pytest.mark.timeout(60)  # a hang fails fast instead of stalling CI
+
 REFERENCES = [
     Reference(text="The Louvre opened to the public in 1793.", id="doc-a"),
     Reference(text="The museum holds about 380,000 objects.", id="doc-b"),

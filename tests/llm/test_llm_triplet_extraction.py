@@ -13,6 +13,8 @@ from refcheck_callbacks.extract.llm import LLMExtractor, locate_claim
 from refcheck_callbacks.extract.triplet_prompt import ParseError, parse_subsentences, parse_triplets
 from refcheck_callbacks.llm_client import RetryPolicy
 
+pytestmark = pytest.mark.timeout(60)  # a hang fails fast instead of stalling CI
+
 QUESTION = "When did the Louvre open and how many works does it hold?"
 ANSWER = "The Louvre opened in 1793. It holds about 380,000 objects. I hope this helps!"
 
