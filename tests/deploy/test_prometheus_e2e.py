@@ -191,7 +191,7 @@ def test_spike_fires_the_shipped_alert_and_every_dashboard_query_returns_data(
 
     _stream(app, chunks=6, answers=20, contradiction_share=0.85)
     [alert] = _wait_until(
-        lambda: prometheus.firing("RefCheckContradictionSpike"), 30, "the spike alert to fire"
+        lambda: prometheus.firing("RefCheckContradictionSpike"), 60, "the spike alert to fire"
     )
     assert alert["labels"]["job"] == JOB
     assert alert["labels"]["severity"] == "page"

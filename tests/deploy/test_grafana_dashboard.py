@@ -1,0 +1,65 @@
+"""The shipped Grafana dashboard's structure: templated on data source and service, our names.
+
+Whether its queries run and return data is checked against a real Prometheus in
+`test_prometheus_e2e.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from refcheck_callbacks.exporters import names
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "refcheck-dashboard.json"
+
+
+def _dashboard() -> dict[str, Any]:
+    return dict(json.loads(DASHBOARD.read_text()))
+
+
+def _targets(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    return [target for panel in dashboard["panels"] for target in panel["targets"]]
+
+
+def test_templated_on_datasource_and_service() -> None:
+    variables = {v["name"]: v for v in _dashboard()["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    service = variables["service"]
+    assert service["query"]["query"] == "label_values(refcheck_responses_total, job)"
+    assert service["multi"] and service["includeAll"] and service["allValue"] == ".*"
+
+
+def test_every_query_uses_the_variables_and_exported_metrics() -> None:
+    dashboard = _dashboard()
+    exported = set(names.PROMETHEUS.values())
+    for panel in dashboard["panels"]:
+        assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+    for target in _targets(dashboard):
+        expr = target["expr"]
+        metrics = set(re.findall(r"\brefcheck_[a-z_]+(?=[{[])", expr))
+        assert metrics, expr
+        assert {re.sub(r"_(sum|count|bucket)$", "", m) for m in metrics} <= exported, expr
+        assert expr.count('job=~"$service"') == len(re.findall(r"\brefcheck_[a-z_]+\{", expr))
+
+
+def test_panels_cover_what_an_operator_needs() -> None:
+    dashboard = _dashboard()
+    exprs = " ".join(t["expr"] for t in _targets(dashboard))
+    for needed in (
+        "refcheck_response_hallucination_ratio_sum",
+        'refcheck_verdict="contradiction"',
+        "sum by (refcheck_verdict)",
+        "histogram_quantile(0.5, sum by (le, refcheck_stage)",
+        "histogram_quantile(0.99, sum by (le, refcheck_stage)",
+        "refcheck_queue_size",
+        "refcheck_dropped_total",
+        "refcheck_errors_total",
+    ):
+        assert needed in exprs, needed
+    assert "gen_ai_request_model" in exprs  # rates by model, not only by service
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
