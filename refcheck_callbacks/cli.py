@@ -18,10 +18,12 @@ from refcheck_callbacks.aggregate import Aggregator
 from refcheck_callbacks.components import (
     CHECKER_KINDS,
     EXTRACTOR_KINDS,
+    REFCHECKER_NLI_MODEL,
     ComponentSpecError,
     build_checker,
     build_extractor,
     describe,
+    from_refchecker_name,
 )
 from refcheck_callbacks.refchecker_format import Mode
 
@@ -70,8 +72,17 @@ Exit status: 0 every record written, 3 some records skipped, 2 bad options or in
 def _add_file_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], mode: Mode, summary: str
 ) -> None:
+    specs = ""
+    if mode is not Mode.CHECK:
+        specs += f"\nExtractor specs:\n{describe(EXTRACTOR_KINDS)}\n"
+    if mode.checks:
+        specs += f"\nChecker specs:\n{describe(CHECKER_KINDS)}\n"
     parser = commands.add_parser(
-        mode.value, help=summary, description=f"{summary}\n\n{_FILE_HELP}", formatter_class=_RAW
+        mode.value,
+        help=summary,
+        description=f"{summary}\n\n{_FILE_HELP}",
+        epilog=specs,
+        formatter_class=_RAW,
     )
     parser.set_defaults(handler=_run_file_command, mode=mode)
     parser.add_argument(
@@ -85,13 +96,15 @@ def _add_file_command(
     if mode is not Mode.CHECK:
         parser.add_argument(
             "--extractor", default="sentence", metavar="SPEC",
-            help=f"how claims are extracted (default: sentence):\n{describe(EXTRACTOR_KINDS)}",
+            help="how claims are extracted (default: sentence; specs listed below)",
         )  # fmt: skip
+        _add_refchecker_model_options(parser, "extractor")
     if mode.checks:
         parser.add_argument(
             "--checker", default="embedded", metavar="SPEC",
-            help=f"how claims are checked (default: embedded):\n{describe(CHECKER_KINDS)}",
+            help="how claims are checked (default: embedded; specs listed below)",
         )  # fmt: skip
+        _add_refchecker_model_options(parser, "checker")
         parser.add_argument(
             "--aggregator", "--aggregator_name", dest="aggregator", default="soft",
             choices=[a.value for a in Aggregator],
@@ -115,6 +128,24 @@ def _add_file_command(
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+def _add_refchecker_model_options(parser: argparse.ArgumentParser, role: str) -> None:
+    """RefChecker's `--ROLE_name` and `--ROLE_api_base`, so its scripts run unchanged."""
+    parser.add_argument(
+        f"--{role}_name", metavar="NAME",
+        help=f"as in refchecker-cli: a litellm model name (= --{role} llm:NAME)"
+        + (f", or `nli` (= --checker nli:{REFCHECKER_NLI_MODEL})" if role == "checker" else ""),
+    )  # fmt: skip
+    parser.add_argument(
+        f"--{role}-api-base", f"--{role}_api_base", dest=f"{role}_api_base", metavar="URL",
+        help=f"the OpenAI-compatible endpoint (e.g. vLLM) serving an llm:MODEL {role}",
+    )  # fmt: skip
+
+
+def _spec(args: argparse.Namespace, role: str) -> str:
+    name: str | None = getattr(args, f"{role}_name")
+    return from_refchecker_name(name) if name else str(getattr(args, role))
+
+
 def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     summary = "measure checkers on labelled datasets; writes a JSON result and an HTML report"
     parser = commands.add_parser(
@@ -127,6 +158,7 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "Pearson / Spearman of the\nresponse-level hallucination rate (sets whose responses "
         "have several claims), confusion\nmatrices, speed. The HTML report is self-contained "
         "(inline SVG) and opens offline.",
+        epilog=f"Checker specs:\n{describe(CHECKER_KINDS)}",
         formatter_class=_RAW,
     )
     parser.set_defaults(handler=_run_bench)
@@ -140,7 +172,7 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )  # fmt: skip
     parser.add_argument(
         "--checker", action="append", metavar="SPEC",
-        help=f"a checker to measure, repeatable (default: embedded):\n{describe(CHECKER_KINDS)}",
+        help="a checker to measure, repeatable (default: embedded; specs listed below)",
     )  # fmt: skip
     parser.add_argument(
         "--limit", type=int, default=None,
@@ -189,8 +221,14 @@ def _run_file_command(args: argparse.Namespace) -> int:
         return _fail("--batch-size must be at least 1")
     mode: Mode = args.mode
     try:
-        extractor = build_extractor(getattr(args, "extractor", "sentence"))
-        checker = build_checker(args.checker) if mode.checks else None
+        extractor = (
+            build_extractor(_spec(args, "extractor"), args.extractor_api_base)
+            if mode is not Mode.CHECK
+            else build_extractor("sentence")
+        )
+        checker = (
+            build_checker(_spec(args, "checker"), args.checker_api_base) if mode.checks else None
+        )
     except ComponentSpecError as exc:
         return _fail(str(exc))
     options = BatchOptions(

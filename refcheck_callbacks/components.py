@@ -28,6 +28,8 @@ class _Kind:
     argument: str | None
     """The keyword the spec's argument is passed as; None when the kind takes no argument."""
     help: str
+    serves_api: bool = False
+    """Takes `api_base`: the model is served behind an OpenAI-compatible endpoint (vLLM)."""
 
 
 CHECKER_KINDS: dict[str, _Kind] = {
@@ -35,7 +37,7 @@ CHECKER_KINDS: dict[str, _Kind] = {
         "refcheck_callbacks.check.embedded",
         "EmbeddedChecker",
         None,
-        "offline MiniLM evidence retrieval plus lexical signals (default; CPU, no download)",
+        "offline, on the bundled MiniLM: CPU, no key, no download (default)",
     ),
     "nli": _Kind(
         "refcheck_callbacks.check.nli",
@@ -48,6 +50,7 @@ CHECKER_KINDS: dict[str, _Kind] = {
         "LLMChecker",
         "model",
         "llm:MODEL, an LLM judge through litellm (for example llm:gpt-4o-mini)",
+        serves_api=True,
     ),
 }
 
@@ -63,17 +66,33 @@ EXTRACTOR_KINDS: dict[str, _Kind] = {
         "LLMExtractor",
         "model",
         "llm:MODEL, claim-triplets extracted by an LLM through litellm",
+        serves_api=True,
     ),
 }
 
 # The offline pair is one product to users: `--extractor embedded` means the offline extractor.
 EXTRACTOR_ALIASES = {"embedded": "sentence"}
 
+REFCHECKER_NLI_MODEL = "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli"
+
+
+def from_refchecker_name(name: str) -> str:
+    """The spec for a `refchecker-cli --checker_name / --extractor_name` value, so RefChecker
+    scripts run unchanged: `nli` is its RoBERTa NLI model, anything else a litellm model."""
+    if name == "nli":
+        return f"nli:{REFCHECKER_NLI_MODEL}"
+    if name in ("alignscore", "repc"):
+        raise ComponentSpecError(
+            f"RefChecker's {name!r} checker is not available here; use nli:MODEL, llm:MODEL "
+            "or embedded"
+        )
+    return f"llm:{name}"
+
 
 def describe(kinds: dict[str, _Kind]) -> str:
     """One help line per kind, for `--help`."""
-    lines = [f"  {name:<9} {kind.help}" for name, kind in kinds.items()]
-    lines.append("  py:MOD:OBJ  any factory or class, called without arguments")
+    lines = [f"  {name:<11} {kind.help}" for name, kind in kinds.items()]
+    lines.append(f"  {'py:MOD:OBJ':<11} your own: a class or factory, called without arguments")
     return "\n".join(lines)
 
 
@@ -107,12 +126,14 @@ def _call(factory: Callable[..., Any], spec: str, **kwargs: str) -> Any:
         raise ComponentSpecError(f"{spec!r} could not be built: {exc!r}") from exc
 
 
-def _build(spec: str, kinds: dict[str, _Kind], what: str) -> Any:
+def _build(spec: str, kinds: dict[str, _Kind], what: str, api_base: str | None) -> Any:
     kind_name, _, argument = spec.partition(":")
     if kind_name == "py":
         module, _, attribute = argument.rpartition(":")
         if not module or not attribute:
             raise ComponentSpecError(f"{spec!r}: write py:package.module:Factory")
+        if api_base is not None:
+            raise ComponentSpecError(f"{spec!r}: an API base is only for llm:MODEL specs")
         return _call(_load(module, attribute, spec), spec)
     kind = kinds.get(kind_name)
     if kind is None:
@@ -122,22 +143,26 @@ def _build(spec: str, kinds: dict[str, _Kind], what: str) -> Any:
         raise ComponentSpecError(f"{spec!r}: the {kind_name!r} {what} takes no argument")
     if kind.argument is not None and not argument:
         raise ComponentSpecError(f"{spec!r}: write {kind_name}:{kind.argument.upper()}")
-    factory = _load(kind.module, kind.attribute, spec)
-    return _call(factory, spec, **({kind.argument: argument} if kind.argument else {}))
+    if api_base is not None and not kind.serves_api:
+        raise ComponentSpecError(f"{spec!r}: an API base is only for llm:MODEL specs")
+    kwargs = {kind.argument: argument} if kind.argument else {}
+    if api_base is not None:
+        kwargs["api_base"] = api_base
+    return _call(_load(kind.module, kind.attribute, spec), spec, **kwargs)
 
 
-def build_checker(spec: str) -> Checker:
+def build_checker(spec: str, api_base: str | None = None) -> Checker:
     """The checker a spec names; `ComponentSpecError` says why when it cannot be built."""
-    checker = _build(spec.strip(), CHECKER_KINDS, "checker")
+    checker = _build(spec.strip(), CHECKER_KINDS, "checker", api_base)
     if not isinstance(checker, Checker):
         raise ComponentSpecError(f"{spec!r} built a {type(checker).__name__}, not a checker")
     return checker
 
 
-def build_extractor(spec: str) -> Extractor:
+def build_extractor(spec: str, api_base: str | None = None) -> Extractor:
     """The extractor a spec names; `ComponentSpecError` says why when it cannot be built."""
     spec = spec.strip()
-    extractor = _build(EXTRACTOR_ALIASES.get(spec, spec), EXTRACTOR_KINDS, "extractor")
+    extractor = _build(EXTRACTOR_ALIASES.get(spec, spec), EXTRACTOR_KINDS, "extractor", api_base)
     if not isinstance(extractor, Extractor):
         raise ComponentSpecError(f"{spec!r} built a {type(extractor).__name__}, not an extractor")
     return extractor

@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from refcheck_callbacks.check.embedded import EmbeddedChecker
-from refcheck_callbacks.cli import build_parser, main, quickstart_path
-from refcheck_callbacks.components import ComponentSpecError, build_checker, build_extractor
+from refcheck_callbacks.cli import _spec, build_parser, main, quickstart_path
+from refcheck_callbacks.components import (
+    REFCHECKER_NLI_MODEL,
+    ComponentSpecError,
+    build_checker,
+    build_extractor,
+    from_refchecker_name,
+)
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 
 COMMANDS = ["extract", "check", "extract-check", "bench", "demo"]
@@ -49,6 +55,30 @@ def test_file_commands_accept_refcheckers_option_names(capsys: pytest.CaptureFix
         ["check", "--input_path", "a.json", "--output_path", "b.json", "--aggregator_name", "major"]
     )
     assert (str(args.input), str(args.output), args.aggregator) == ("a.json", "b.json", "major")
+
+
+def test_refcheckers_model_names_map_to_specs() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["check", "--input", "a", "--output", "b", "--checker_name", "nli"])
+    assert _spec(args, "checker") == f"nli:{REFCHECKER_NLI_MODEL}"
+    args = parser.parse_args(
+        ["extract-check", "--input", "a", "--output", "b", "--extractor_name", "gpt-4o",
+         "--checker_api_base", "http://127.0.0.1:8000/v1"]
+    )  # fmt: skip
+    assert _spec(args, "extractor") == "llm:gpt-4o"
+    assert _spec(args, "checker") == "embedded"
+    assert args.checker_api_base == "http://127.0.0.1:8000/v1"
+    with pytest.raises(ComponentSpecError, match="alignscore"):
+        from_refchecker_name("alignscore")
+
+
+def test_an_api_base_reaches_llm_components_only() -> None:
+    checker = build_checker("llm:openai/served-model", api_base="http://127.0.0.1:8000/v1")
+    assert type(checker).__name__ == "LLMChecker"
+    extractor = build_extractor("llm:openai/served-model", api_base="http://127.0.0.1:8000/v1")
+    assert type(extractor).__name__ == "LLMExtractor"
+    with pytest.raises(ComponentSpecError, match="only for llm:MODEL"):
+        build_checker("embedded", api_base="http://127.0.0.1:8000/v1")
 
 
 def test_help_does_not_import_heavy_modules() -> None:
