@@ -47,6 +47,7 @@ class _RootRun:
     __slots__ = (
         "answer",
         "input_question",
+        "key",
         "model",
         "name",
         "open_generations",
@@ -59,6 +60,7 @@ class _RootRun:
 
     def __init__(self, run_id: UUID, name: str | None, trace_context: TraceContext | None) -> None:
         self.run_id = run_id
+        self.key = run_id.int
         self.name = name
         self.trace_context = trace_context
         self.input_question: Any = None
@@ -67,7 +69,7 @@ class _RootRun:
         self.answer: str | None = None
         self.model: str | None = None
         self.response_id: str | None = None
-        self.open_generations: dict[UUID, str | None] = {}
+        self.open_generations: dict[int, str | None] = {}
         """LLM runs started and not yet ended, with their model names."""
 
 
@@ -121,6 +123,8 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self.answer_from = answer_from
         self.output_key = output_key
         self._max_references = monitor.limits.max_references
+        # Keyed by `UUID.int`: hashing an int is C code, hashing a UUID is Python code, and
+        # each callback hashes its ids several times.
         self._runs: RunStates[_RootRun] = RunStates(
             ttl=run_ttl, max_runs=max_runs, on_evict=self._evicted
         )
@@ -151,21 +155,22 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
     ) -> _RootRun | None:
         """Attach a run to its root, or make it a root when its parent is unknown to us
         (no parent, or the handler was attached below the top of the tree)."""
-        if parent_run_id is not None:
-            root = self._runs.alias(run_id, parent_run_id)
-            if root is not None:
-                return None
+        if (
+            parent_run_id is not None
+            and self._runs.alias(run_id.int, parent_run_id.int) is not None
+        ):
+            return None
         state = _RootRun(run_id, name, current_trace_context())
         if self.question_key is not None:
             state.input_question = outputs.value_at(inputs, self.question_key)
         elif isinstance(inputs, str):
             state.input_question = inputs
-        self._runs.start(run_id, state)
+        self._runs.start(state.key, state)
         return state
 
     def _end(self, run_id: UUID) -> _RootRun | None:
         """The state of `run_id` when it is a root (now freed); None for child runs."""
-        return self._runs.pop(run_id)
+        return self._runs.pop(run_id.int)
 
     # -- chains and tools -----------------------------------------------------------------
 
@@ -230,13 +235,13 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         state = self._enter(run_id, parent_run_id, query, kwargs.get("name"))
-        state = state or self._runs.get(run_id)
+        state = state or self._runs.get(run_id.int)
         if state is not None and state.query is None and isinstance(query, str):
             state.query = query
 
     @_guarded
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._runs.get(run_id)
+        state = self._runs.get(run_id.int)
         if state is None:
             return
         room = max(self._max_references - len(state.references), 0)
@@ -281,16 +286,16 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self, run_id: UUID, parent_run_id: UUID | None, kwargs: Mapping[str, Any]
     ) -> None:
         state = self._enter(run_id, parent_run_id, None, kwargs.get("name"))
-        state = state or self._runs.get(run_id)
+        state = state or self._runs.get(run_id.int)
         if state is not None:
-            state.open_generations[run_id] = outputs.model_name(kwargs)
+            state.open_generations[run_id.int] = outputs.model_name(kwargs)
 
     @_guarded
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._runs.get(run_id)
+        state = self._runs.get(run_id.int)
         if state is None:
             return
-        model = state.open_generations.pop(run_id, None)
+        model = state.open_generations.pop(run_id.int, None)
         generation = outputs.first_generation(response)
         if generation is not None and not outputs.requests_tools(generation):
             state.answer = generation.text
@@ -302,10 +307,10 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
 
     @_guarded
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._runs.get(run_id)
+        state = self._runs.get(run_id.int)
         if state is None:
             return
-        state.open_generations.pop(run_id, None)
+        state.open_generations.pop(run_id.int, None)
         if state.run_id == run_id:
             self._end(run_id)
             self._skip(outputs.error_reason(error))

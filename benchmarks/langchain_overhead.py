@@ -1,0 +1,241 @@
+"""What the LangChain handler adds to a chain's `invoke`, beside OpenInference's tracer.
+
+One LCEL RAG chain (MiniLM vector-store retriever | prompt | fake chat model | parser), run in
+three ways, interleaved call by call in a shuffled order so that drift and noise from the
+shared machine fall on all three alike:
+
+- none: no callback handler;
+- noop: a handler that does nothing: what LangChain itself charges for dispatching callbacks to
+  any handler, the floor under both handlers below;
+- ours: `RefCheckCallbackHandler` on a `RefCheckMonitor` with the default embedded checker,
+  which really checks the submitted answers in its background thread meanwhile (answers it
+  cannot keep up with are dropped and counted; the count is printed);
+- openinference: `openinference-instrumentation-langchain`'s tracer alone, exporting spans
+  through a `BatchSpanProcessor` (the production setup) to an exporter that discards them.
+
+Both handlers are passed in `config["callbacks"]`, so the chain, the order and the callback
+machinery are the same for both; only the handler differs. The retriever's query embeddings
+come from the encoder's cache after the warm-up, so the chain itself costs little and the
+handlers' share is measurable. Reports per-invoke latency (median, p99) per way, the
+microseconds each handler adds over `none`, and ours / OpenInference.
+
+    python benchmarks/langchain_overhead.py [--iterations 3000] [--warmup 300] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnablePassthrough
+from langchain_core.vectorstores import InMemoryVectorStore
+from openinference.instrumentation.langchain import LangChainInstrumentor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+from refcheck_callbacks import RefCheckMonitor
+from refcheck_callbacks.check.encoder import SentenceEncoder
+from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
+from refcheck_callbacks.integrations.langchain_embeddings import (
+    SentenceEncoderEmbeddings,
+)
+
+FACTS = {
+    "eiffel": "The Eiffel Tower in Paris is 330 metres tall and was built from 1887 to 1889.",
+    "python": "Python was created by Guido van Rossum and first released in 1991.",
+    "everest": "Mount Everest is 8,849 metres high, on the border of Nepal and China.",
+    "amazon": "The Amazon river flows through Brazil, Peru and Colombia into the Atlantic.",
+    "moon": "Neil Armstrong was the first person to walk on the Moon, in July 1969.",
+    "insulin": "Insulin was discovered in 1921 by Frederick Banting and Charles Best.",
+}
+QUESTIONS = [
+    "How tall is the Eiffel Tower?",
+    "Who created Python?",
+    "How high is Mount Everest?",
+    "Where does the Amazon flow?",
+    "Who first walked on the Moon?",
+    "Who discovered insulin?",
+]
+ANSWERS = [
+    "The Eiffel Tower is 330 metres tall. It was built from 1887 to 1889.",
+    "Guido van Rossum created Python. It was first released in 1991.",
+    "Mount Everest is 8,849 metres high. It lies in Peru.",
+]
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "Answer from this context only:\n{context}"), ("human", "{question}")]
+)
+
+
+class _NoopHandler(BaseCallbackHandler):
+    run_inline = True
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        """Defined so LangChain does not fall back to `on_llm_start` with stringified messages."""
+
+
+class _DiscardingExporter(SpanExporter):
+    """Spans are built and batched as in production, then dropped: no network in a benchmark."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def build_chain(encoder: SentenceEncoder) -> Runnable[str, str]:
+    store = InMemoryVectorStore(embedding=SentenceEncoderEmbeddings(encoder))
+    store.add_documents([Document(id=key, page_content=text) for key, text in FACTS.items()])
+    context = store.as_retriever(search_kwargs={"k": 2}) | (
+        lambda docs: "\n".join(d.page_content for d in docs)
+    )
+    return (
+        {"context": context, "question": RunnablePassthrough()}
+        | PROMPT
+        | FakeListChatModel(responses=ANSWERS)
+        | StrOutputParser()
+    )
+
+
+def openinference_tracer() -> tuple[Any, TracerProvider]:
+    """The handler OpenInference's instrumentor adds to every callback manager."""
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(_DiscardingExporter()))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    tracer = instrumentor._tracer  # its handler, kept; the global patch is undone below
+    instrumentor.uninstrument()
+    return tracer, provider
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
+    encoder = SentenceEncoder()  # the chain's own: the checker's encoder lock is not shared
+    chain = build_chain(encoder)
+    monitor = RefCheckMonitor()
+    ours = RefCheckCallbackHandler(monitor)
+    theirs, provider = openinference_tracer()
+    ways: dict[str, Callable[[str], object]] = {
+        "none": lambda q: chain.invoke(q),
+        "noop": lambda q: chain.invoke(q, config={"callbacks": [_NoopHandler()]}),
+        "ours": lambda q: chain.invoke(q, config={"callbacks": [ours]}),
+        "openinference": lambda q: chain.invoke(q, config={"callbacks": [theirs]}),
+    }
+    rng = random.Random(seed)
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    order = list(ways)
+    for i in range(warmup + iterations):
+        question = QUESTIONS[i % len(QUESTIONS)]
+        rng.shuffle(order)
+        for name in order:
+            start = time.perf_counter_ns()
+            ways[name](question)
+            elapsed_us = (time.perf_counter_ns() - start) / 1000
+            if i >= warmup:
+                times[name].append(elapsed_us)
+    stats = monitor.stats.snapshot()
+    checked = monitor.flush(60)
+    monitor.shutdown()
+    provider.shutdown()
+    return report(times, iterations, stats, checked, ours.pending_runs)
+
+
+def report(
+    times: dict[str, list[float]],
+    iterations: int,
+    monitor_stats: dict[str, dict[str, int]],
+    flushed: bool,
+    pending_runs: int,
+) -> dict[str, Any]:
+    latency = {
+        name: {"median_us": statistics.median(v), "p99_us": percentile(v, 0.99)}
+        for name, v in times.items()
+    }
+    base = latency["none"]
+    added = {
+        name: {
+            "median_us": latency[name]["median_us"] - base["median_us"],
+            "p99_us": latency[name]["p99_us"] - base["p99_us"],
+            "paired_median_us": statistics.median(
+                t - b for t, b in zip(times[name], times["none"], strict=True)
+            ),
+        }
+        for name in times
+        if name != "none"
+    }
+    ratio = {
+        key: added["ours"][key] / added["openinference"][key]
+        if added["openinference"][key] > 0
+        else None
+        for key in ("median_us", "p99_us", "paired_median_us")
+    }
+    return {
+        "iterations_per_way": iterations,
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "latency": latency,
+        "added": added,
+        "ours_over_openinference": ratio,
+        "monitor": {"counts": monitor_stats, "flushed": flushed, "pending_runs": pending_runs},
+    }
+
+
+def print_report(result: dict[str, Any]) -> None:
+    print(
+        f"invoke latency over {result['iterations_per_way']} interleaved calls per way (us); "
+        f"{result['cpus']} CPUs, load average {result['load_average'][0]:.1f}"
+    )
+    print(f"  {'way':<14} {'median':>9} {'p99':>9} {'added med':>10} {'added p99':>10}")
+    for name, lat in result["latency"].items():
+        add = result["added"].get(name, {"median_us": 0.0, "p99_us": 0.0})
+        print(
+            f"  {name:<14} {lat['median_us']:>9.1f} {lat['p99_us']:>9.1f} "
+            f"{add['median_us']:>10.1f} {add['p99_us']:>10.1f}"
+        )
+    for key, value in result["ours_over_openinference"].items():
+        shown = "n/a" if value is None else f"{value:.2f}"
+        print(f"  ours / openinference, added {key}: {shown}")
+    own = result["added"]["ours"]["median_us"] - result["added"]["noop"]["median_us"]
+    print(f"  ours beyond LangChain's own dispatch (ours - noop), median: {own:.1f}")
+    print(f"  monitor counts meanwhile: {result['monitor']['counts']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--iterations", type=int, default=3000)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    # OpenInference calls a LangChain API deprecated in 1.x; printing that warning on every
+    # call would be charged to its timings.
+    warnings.simplefilter("ignore")
+    result = run(args.iterations, args.warmup, args.seed)
+    print_report(result)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(result, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()
