@@ -34,7 +34,7 @@ from refcheck_callbacks.logs import logger
 from refcheck_callbacks.monitor import RefCheckMonitor
 from refcheck_callbacks.stats import Tally
 from refcheck_callbacks.tracing import current_trace_context
-from refcheck_callbacks.types import Reference, TraceContext
+from refcheck_callbacks.types import TraceContext
 
 try:
     from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -56,7 +56,7 @@ try:
     from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
     from llama_index.core.instrumentation.span import BaseSpan
     from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-    from pydantic import PrivateAttr
+    from pydantic import Field
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingExtraError(
         "the LlamaIndex integration needs llama-index-core; install it with: "
@@ -110,12 +110,14 @@ def _question_of(query: Any) -> Any:
     return getattr(query, "query_str", query)
 
 
-def _references(nodes: list[Any]) -> list[Reference]:
+def _references(nodes: list[Any]) -> list[dict[str, Any]]:
     """One reference per distinct node, in retrieval order, with its best score.
 
-    The node id is the reference id; `ref_doc_id` (the source document) joins its metadata.
+    Plain dicts, which the monitor turns into `Reference`s in its worker, off the app's
+    thread. The node id is the reference id; `ref_doc_id` (the source document) joins the
+    node's metadata.
     """
-    by_id: dict[str, Reference] = {}
+    by_id: dict[str, dict[str, Any]] = {}
     for scored in nodes:
         node = scored.node
         seen = by_id.get(node.node_id)
@@ -123,11 +125,14 @@ def _references(nodes: list[Any]) -> list[Reference]:
             metadata = dict(node.metadata)
             if node.ref_doc_id is not None:
                 metadata.setdefault("ref_doc_id", node.ref_doc_id)
-            by_id[node.node_id] = Reference(
-                text=node.get_content(), id=node.node_id, score=scored.score, metadata=metadata
-            )
-        elif scored.score is not None and (seen.score is None or scored.score > seen.score):
-            seen.score = scored.score
+            by_id[node.node_id] = {
+                "text": node.get_content(),
+                "id": node.node_id,
+                "score": scored.score,
+                "metadata": metadata,
+            }
+        elif scored.score is not None and (seen["score"] is None or scored.score > seen["score"]):
+            seen["score"] = scored.score
     return list(by_id.values())
 
 
@@ -326,11 +331,13 @@ _HANDLED = frozenset(
 class RefCheckSpanHandler(BaseSpanHandler[BaseSpan]):
     """Follows the span tree into `QueryCapture`; keeps no spans of its own."""
 
-    _capture: QueryCapture = PrivateAttr()
+    # A plain field, not a pydantic private attribute: reading one of those goes through
+    # `__getattr__` and costs microseconds, on every span of the app.
+    capture: QueryCapture | None = Field(default=None, exclude=True)
 
     def __init__(self, capture: QueryCapture) -> None:
         super().__init__()
-        self._capture = capture
+        self.capture = capture
 
     @classmethod
     def class_name(cls) -> str:
@@ -345,10 +352,11 @@ class RefCheckSpanHandler(BaseSpanHandler[BaseSpan]):
         tags: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            self._capture.span_entered(id_, parent_id, instance, bound_args.arguments)
-        except Exception:
-            self._capture.record_failure()
+        if (capture := self.capture) is not None:
+            try:
+                capture.span_entered(id_, parent_id, instance, bound_args.arguments)
+            except Exception:
+                capture.record_failure()
 
     def span_exit(
         self,
@@ -358,10 +366,11 @@ class RefCheckSpanHandler(BaseSpanHandler[BaseSpan]):
         result: Any = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            self._capture.span_exited(id_)
-        except Exception:
-            self._capture.record_failure()
+        if (capture := self.capture) is not None:
+            try:
+                capture.span_exited(id_)
+            except Exception:
+                capture.record_failure()
 
     def span_drop(
         self,
@@ -371,10 +380,11 @@ class RefCheckSpanHandler(BaseSpanHandler[BaseSpan]):
         err: BaseException | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            self._capture.span_dropped(id_)
-        except Exception:
-            self._capture.record_failure()
+        if (capture := self.capture) is not None:
+            try:
+                capture.span_dropped(id_)
+            except Exception:
+                capture.record_failure()
 
     # The dispatcher only calls the three methods above; these satisfy the abstract base.
     def new_span(self, *args: Any, **kwargs: Any) -> None:
@@ -390,30 +400,21 @@ class RefCheckSpanHandler(BaseSpanHandler[BaseSpan]):
 class RefCheckEventHandler(BaseEventHandler):
     """Hands retrieval, query, synthesis and LLM-start events to `QueryCapture`."""
 
-    _capture: QueryCapture = PrivateAttr()
-
-    def __init__(self, capture: QueryCapture) -> None:
-        super().__init__()
-        self._capture = capture
+    capture: QueryCapture = Field(exclude=True)
 
     @classmethod
     def class_name(cls) -> str:
         return "RefCheckEventHandler"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        capture = self.capture
         try:
-            self._capture.event(event)
+            capture.event(event)
         except Exception:
-            self._capture.record_failure()
+            capture.record_failure()
 
 
 _install_lock = threading.Lock()
-
-
-def _ours(dispatcher: Dispatcher) -> tuple[RefCheckSpanHandler | None, RefCheckEventHandler | None]:
-    spans = [h for h in dispatcher.span_handlers if isinstance(h, RefCheckSpanHandler)]
-    events = [h for h in dispatcher.event_handlers if isinstance(h, RefCheckEventHandler)]
-    return (spans[0] if spans else None), (events[0] if events else None)
 
 
 def instrument_llamaindex(
@@ -425,8 +426,8 @@ def instrument_llamaindex(
     """Check the answers of every LlamaIndex query and chat engine with `monitor`.
 
     Registers one span handler and one event handler on LlamaIndex's root dispatcher.
-    Idempotent: calling it again registers nothing new; it points the existing handlers at
-    `monitor` (and the given limits) instead.
+    Idempotent: calling it again replaces our pair of handlers (now pointing at `monitor`
+    and the given limits) and never adds a second pair.
 
     Args:
         stream_ttl: seconds a query may stay open (a streamed answer nobody finishes
@@ -439,34 +440,34 @@ def instrument_llamaindex(
     capture = QueryCapture(monitor, stream_ttl, max_open_queries)
     with _install_lock:
         dispatcher = get_dispatcher()
-        span_handler, event_handler = _ours(dispatcher)
-        if span_handler is not None and event_handler is not None:
-            span_handler._capture.close()
-            span_handler._capture = capture
-            event_handler._capture = capture
-            return capture
-        _remove(dispatcher)
+        previous = _remove(dispatcher)
         # Assigning new lists (instead of appending in place) keeps a dispatch that is
         # walking the old list on another thread consistent.
         dispatcher.span_handlers = [*dispatcher.span_handlers, RefCheckSpanHandler(capture)]
-        dispatcher.event_handlers = [*dispatcher.event_handlers, RefCheckEventHandler(capture)]
+        dispatcher.event_handlers = [
+            *dispatcher.event_handlers,
+            RefCheckEventHandler(capture=capture),
+        ]
+    if previous is not None:
+        previous.close()
     return capture
 
 
 def uninstrument_llamaindex() -> None:
     """Remove our handlers from the root dispatcher; open queries are counted and forgotten."""
     with _install_lock:
-        dispatcher = get_dispatcher()
-        span_handler, _ = _ours(dispatcher)
-        _remove(dispatcher)
-    if span_handler is not None:
-        span_handler._capture.close()
+        previous = _remove(get_dispatcher())
+    if previous is not None:
+        previous.close()
 
 
-def _remove(dispatcher: Dispatcher) -> None:
+def _remove(dispatcher: Dispatcher) -> QueryCapture | None:
+    """Take our handlers off `dispatcher`; returns the capture they fed, if any."""
+    ours = [h for h in dispatcher.span_handlers if isinstance(h, RefCheckSpanHandler)]
     dispatcher.span_handlers = [
         h for h in dispatcher.span_handlers if not isinstance(h, RefCheckSpanHandler)
     ]
     dispatcher.event_handlers = [
         h for h in dispatcher.event_handlers if not isinstance(h, RefCheckEventHandler)
     ]
+    return ours[0].capture if ours else None

@@ -112,7 +112,7 @@ def test_query_submits_its_question_answer_and_retrieved_nodes(
     assert request.trace_context is not None
     assert request.trace_context.trace_id == format(app_span.get_span_context().trace_id, "032x")
     assert request.trace_context.span_id == format(app_span.get_span_context().span_id, "016x")
-    assert result.verdicts, "the echoed context should give checkable claims"
+    assert result.claims, "the echoed context holds checkable claims"
     _assert_no_state(capture)
 
 
