@@ -14,8 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from refcheck_callbacks.check.data_blocks import new_nonce
 from refcheck_callbacks.check.judge_parse import Judgement, parse_judgements
-from refcheck_callbacks.check.judge_prompt import JudgeMode, judge_messages, new_nonce
+from refcheck_callbacks.check.judge_prompt import JudgeMode, judge_messages
 from refcheck_callbacks.llm_client import Completion, LLMCallError, LLMClient, RetryPolicy
 from refcheck_callbacks.logs import logger
 from refcheck_callbacks.types import CharSpan, CheckItem, Evidence, Label, Usage, Verdict

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from refcheck_callbacks.check.data_blocks import new_nonce
 from refcheck_callbacks.check.lexical import content_tokens, tokens
 from refcheck_callbacks.extract.base import Extraction
 from refcheck_callbacks.extract.triplet_prompt import (
@@ -114,7 +115,9 @@ class LLMExtractor:
         return list(await asyncio.gather(*(self._extract_one(r) for r in requests)))
 
     async def _extract_one(self, request: CheckRequest) -> Extraction:
-        messages = extraction_messages(request.question, request.answer, self.claim_format)
+        messages = extraction_messages(
+            request.question, request.answer, self.claim_format, new_nonce()
+        )
         try:
             completion = await self.client.complete(messages, max_tokens=self.max_tokens)
         except LLMCallError as exc:
