@@ -154,22 +154,33 @@ def gold_supported(example: LabelledExample) -> bool | None:
 async def check_examples(
     checker: Checker, examples: Sequence[LabelledExample], batch_size: int, progress: Progress
 ) -> list[Verdict | None]:
-    """One verdict per example (None where the checker failed), in order."""
+    """One verdict per example (None where the checker failed), in order.
+
+    Examples of a batch that share their references become one request with several claims,
+    as the claims of one answer would: a checker then reads each document once.
+    """
     pipeline = Pipeline(SentenceExtractor(), checker, timeouts=StageTimeouts(check=3600.0))
     verdicts: list[Verdict | None] = []
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
+        members: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for position, example in enumerate(batch):
+            members[tuple(example.references)].append(position)
         requests = [
             CheckRequest(
-                answer=e.claim,
-                claims=[Claim(text=e.claim)],
-                references=[Reference(text=t, id=str(i)) for i, t in enumerate(e.references)],
+                answer=" ".join(batch[p].claim for p in positions),
+                claims=[Claim(text=batch[p].claim) for p in positions],
+                references=[Reference(text=t, id=str(i)) for i, t in enumerate(references)],
             )
-            for e in batch
+            for references, positions in members.items()
         ]
-        for result in await pipeline.run(requests):
-            ok = result.outcome is Outcome.CHECKED and result.verdicts
-            verdicts.append(result.verdicts[0] if ok else None)
+        found: list[Verdict | None] = [None] * len(batch)
+        results = await pipeline.run(requests)
+        for positions, result in zip(members.values(), results, strict=True):
+            if result.outcome in (Outcome.CHECKED, Outcome.PARTIAL):
+                for position, verdict in zip(positions, result.verdicts, strict=True):
+                    found[position] = verdict if verdict.label is not None else None
+        verdicts.extend(found)
         progress.advance(len(batch))
     return verdicts
 

@@ -23,14 +23,18 @@ E, N, C = Label.ENTAILMENT, Label.NEUTRAL, Label.CONTRADICTION
 
 
 def _example(
-    n: int, label: Label | None, supported: bool | None = None, response: str | None = None
+    n: int,
+    label: Label | None,
+    supported: bool | None = None,
+    response: str | None = None,
+    reference: str | None = None,
 ) -> LabelledExample:
     return LabelledExample(
         dataset="hand",
         example_id=f"x{n}",
         group=f"g{n}",
         claim=f"claim {n}",
-        references=["a reference"],
+        references=[reference or f"reference {n}"],
         label=label,
         supported=supported,
         response_id=response,
@@ -122,13 +126,19 @@ def test_subsample_is_seeded_keeps_whole_responses_and_order() -> None:
 
 
 class _FailsOnMarkedClaims(SyncChecker):
-    """A checker of our own that cannot handle some claims, as a broken model would."""
+    """A checker of our own that cannot handle some claims, as a broken model would; it
+    remembers which claims it saw together."""
 
     name = "flaky"
+
+    def __init__(self) -> None:
+        self.requests: dict[str, list[str]] = {}
 
     def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
         if any("broken" in item.claim.text for item in items):
             raise RuntimeError("cannot read this claim")
+        for item in items:
+            self.requests.setdefault(item.request_id, []).append(item.claim.text)
         return [Verdict(label=E, confidence=0.9) for _ in items]
 
 
@@ -140,6 +150,19 @@ def test_failed_claims_are_counted_not_scored() -> None:
     assert [v is None for v in verdicts] == [False, True, False]
     assert progress.done == 3
     assert score("flaky", examples, verdicts, 1.0).failed == 1
+
+
+def test_claims_sharing_references_are_checked_as_one_request() -> None:
+    examples = [
+        _example(0, E, reference="doc A"),
+        _example(1, N, reference="doc B"),
+        _example(2, E, reference="doc A"),
+    ]
+    checker = _FailsOnMarkedClaims()
+    progress = Progress(3, "test", enabled=False)
+    verdicts = asyncio.run(check_examples(checker, examples, 8, progress))
+    assert all(v is not None for v in verdicts)
+    assert sorted(checker.requests.values()) == [["claim 0", "claim 2"], ["claim 1"]]
 
 
 def test_the_embedded_checker_separates_supported_from_contradicted(

@@ -208,6 +208,7 @@ def _start(*args: str | Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     source = tmp_path / "big.jsonl"
     records = _generated(source, 150)
@@ -233,6 +234,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert final[: len(kept)] == kept, "records of the first run are kept, not redone"
 
 
+@pytest.mark.slow
 def test_a_killed_json_run_resumes_from_its_partial_file(tmp_path: Path) -> None:
     source = tmp_path / "big.json"
     records = _generated(tmp_path / "big.jsonl", 120)
