@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup system-deps demo test lint bench phoenix-venv
+.PHONY: setup system-deps demo test lint bench bench-checkers phoenix-venv
 
 setup: $(VENV)/.installed
 
@@ -57,3 +57,8 @@ test: setup system-deps phoenix-venv lint
 
 bench: setup
 	$(PY) benchmarks/engine.py
+
+# Checker quality: the embedded checker on every set in ../shared/data; writes
+# bench-results/bench.json and bench-results/bench.html (see docs/bench.md).
+bench-checkers: setup
+	$(VENV)/bin/refcheck bench --dataset all --output-dir bench-results
