@@ -73,6 +73,16 @@ def _without_none(attributes: Mapping[str, AttributeValue | None]) -> Attributes
     return {key: value for key, value in attributes.items() if value is not None}
 
 
+def _evidence_text(result: CheckResult, index: int, verdict: Verdict) -> str | None:
+    """The text of the verdict's first evidence; None when a checker cited no reference or one
+    the request does not have (a checker bug must not cost the rest of the result's telemetry)."""
+    if not verdict.evidence or verdict.evidence[0].reference_index >= len(
+        result.request.references
+    ):
+        return None
+    return result.evidence_text(index)
+
+
 def _parent_context(captured: TraceContext | None) -> tuple[Context, list[Link]]:
     """The context to start the evaluation span in, and the link back to the app's span.
 
@@ -265,9 +275,7 @@ class OpenTelemetryExporter(Exporter):
                 names.GEN_AI_RESPONSE_ID: result.request.response_id,
                 names.CLAIM_TEXT: self._content(None if claim is None else claim.text),
                 names.GEN_AI_EVALUATION_EXPLANATION: self._content(verdict.explanation),
-                names.CLAIM_EVIDENCE_TEXT: self._content(
-                    result.evidence_text(index) if verdict.evidence else None
-                ),
+                names.CLAIM_EVIDENCE_TEXT: self._content(_evidence_text(result, index, verdict)),
                 names.CLAIM_SUGGESTION: self._content(verdict.suggestion),
                 names.MESSAGE: self._content(verdict.error),
             }

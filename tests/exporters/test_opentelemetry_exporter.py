@@ -322,6 +322,7 @@ def test_abstained_answer_has_a_response_event_and_no_claims(telemetry: Telemetr
     assert dict(key)[names.RESPONSE_LABEL] == "abstain"
     assert names.CLAIMS not in telemetry.metrics()
     assert names.HALLUCINATION_RATIO not in telemetry.metrics()
+    assert names.LLM_TOKENS not in telemetry.metrics()  # no usage, no token counts
 
 
 def test_failed_answer_is_an_error_span_and_its_failed_claim_counts_as_error(
@@ -594,3 +595,16 @@ def test_exporters_keep_neither_providers_nor_monitors_alive() -> None:
     gc.collect()
     assert provider_ref() is None
     assert monitor_ref() is None
+
+
+def test_evidence_pointing_past_the_references_still_exports_the_result(
+    telemetry: Telemetry,
+) -> None:
+    result = _checked()
+    result.verdicts[1].evidence[0].reference_index = 7  # a buggy checker's citation
+    telemetry.exporter(capture_content=True).export(result)
+    span = telemetry.span(names.EVALUATION_SPAN)
+    first, second = _events(span, names.CLAIM_EVALUATION)
+    assert first[names.CLAIM_EVIDENCE_TEXT] == SECRET
+    assert names.CLAIM_EVIDENCE_TEXT not in second
+    assert second[names.CLAIM_EVIDENCE_INDICES] == (7,)
