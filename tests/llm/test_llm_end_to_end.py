@@ -7,6 +7,7 @@ HTTP to the scripted server, as they would to one vLLM deployment configured by 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from scripted_openai_server import (
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.llm import LLMChecker
+from refcheck_callbacks.cli import main
 from refcheck_callbacks.components import build_checker, build_extractor
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
@@ -251,3 +253,28 @@ def test_building_llm_components_does_not_import_litellm() -> None:
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_refcheck_command_runs_on_an_openai_compatible_server(
+    llm_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    """RefChecker's command line with `--*_api_base`: extraction and judging by options alone."""
+    llm_server.respond(scripted(ANSWER))
+    source, output = tmp_path / "in.json", tmp_path / "out.jsonl"
+    record = {"question": QUESTION, "response": ANSWER, "reference": [CORPUS[0].page_content]}
+    source.write_text(json.dumps([record]))
+    model = "llm:hosted_vllm/served-by-vllm"  # litellm's vLLM provider: no API key needed
+    status = main(
+        ["extract-check", "--input", str(source), "--output", str(output), "--no-progress",
+         "--extractor", model, "--extractor_api_base", llm_server.api_base,
+         "--checker", model, "--checker_api_base", llm_server.api_base,
+         "--aggregator", "strict"]
+    )  # fmt: skip
+    assert status == 0
+    [written] = [json.loads(line) for line in output.read_text().splitlines()]
+    assert written["claims"] == [
+        ["Eiffel Tower", "is", "330 metres tall"],
+        ["Eiffel Tower", "was built in", "1850"],
+    ]
+    assert written["ys"] == ["Entailment", "Contradiction"] and written["Y"] == "Contradiction"
+    assert len(llm_server.chat_requests()) == 2
