@@ -76,9 +76,8 @@ def _without_none(attributes: Mapping[str, AttributeValue | None]) -> Attributes
 def _evidence_text(result: CheckResult, index: int, verdict: Verdict) -> str | None:
     """The text of the verdict's first evidence; None when a checker cited no reference or one
     the request does not have (a checker bug must not cost the rest of the result's telemetry)."""
-    if not verdict.evidence or verdict.evidence[0].reference_index >= len(
-        result.request.references
-    ):
+    cited = verdict.evidence[0].reference_index if verdict.evidence else None
+    if cited is None or cited >= len(result.request.references):
         return None
     return result.evidence_text(index)
 
