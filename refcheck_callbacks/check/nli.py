@@ -90,6 +90,7 @@ class NLIChecker(SyncChecker):
         batch_tokens: padded tokens per model batch (rows x padded length).
         max_batch_size: rows per model batch.
         segment_tokens, segment_overlap_tokens: the reference segmentation, in model tokens.
+            Default: half of max_length (at most 256), an eighth of that as overlap.
         top_k_segments: check each claim against only its k most similar segments (bundled
             MiniLM); None checks every segment.
         encoder: the sentence encoder for preselection (shared with other components).
@@ -111,8 +112,8 @@ class NLIChecker(SyncChecker):
         max_length: int | None = None,
         batch_tokens: int = 16_384,
         max_batch_size: int = 256,
-        segment_tokens: int = 256,
-        segment_overlap_tokens: int = 32,
+        segment_tokens: int | None = None,
+        segment_overlap_tokens: int | None = None,
         top_k_segments: int | None = None,
         encoder: SentenceEncoder | None = None,
         labels: Mapping[int, str] | None = None,
@@ -138,10 +139,12 @@ class NLIChecker(SyncChecker):
         self._claim_limit = (
             self.max_length - self.tokenizer.num_special_tokens_to_add(pair=True)
         ) - _MIN_PREMISE_TOKENS
-        if segment_tokens >= self.max_length:
+        self.segment_tokens = segment_tokens or min(256, self.max_length // 2)
+        if self.segment_tokens >= self.max_length:
             raise ValueError(f"segment_tokens must be below max_length ({self.max_length})")
-        self.segment_tokens = segment_tokens
-        self.segment_overlap_tokens = segment_overlap_tokens
+        self.segment_overlap_tokens = (
+            self.segment_tokens // 8 if segment_overlap_tokens is None else segment_overlap_tokens
+        )
         self.top_k_segments = top_k_segments
         self._encoder = encoder
         self.budget = TokenBudget(tokens=batch_tokens, max_rows=max_batch_size)

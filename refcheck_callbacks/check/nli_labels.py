@@ -92,7 +92,7 @@ def read_label_scheme(id2label: Mapping[int, str] | Mapping[str, str]) -> LabelS
         if len(supported) == 1 and len(unsupported) == 1:
             return LabelScheme(classes=(), support_class=supported[0])
     raise LabelSchemeError(
-        f"cannot read the model's labels {dict(sorted(names.items()))} as entailment / neutral "
+        f"cannot read the model's labels {dict(id2label)} as entailment / neutral "
         "/ contradiction (three classes) or supported / unsupported (two classes). Pass "
         "labels= to name each class, for example "
         "labels={0: 'contradiction', 1: 'neutral', 2: 'entailment'}."
