@@ -608,3 +608,19 @@ def test_evidence_pointing_past_the_references_still_exports_the_result(
     assert first[names.CLAIM_EVIDENCE_TEXT] == SECRET
     assert names.CLAIM_EVIDENCE_TEXT not in second
     assert second[names.CLAIM_EVIDENCE_INDICES] == (7,)
+
+
+def test_an_answer_with_more_claims_than_the_event_limit_keeps_its_response_event(
+    telemetry: Telemetry,
+) -> None:
+    result = _checked()
+    result.claims = [Claim(text=f"Claim {i}.") for i in range(300)]
+    result.verdicts = [Verdict(label=Label.ENTAILMENT, confidence=0.9) for _ in range(300)]
+    telemetry.exporter().export(result)
+
+    span = telemetry.span(names.EVALUATION_SPAN)
+    assert _events(span, names.RESPONSE_EVALUATION)
+    assert span.dropped_events == 301 - len(span.events) > 0  # the SDK's limit, counted
+    assert dict(span.attributes or {})[names.CLAIM_COUNT] == 300
+    [claims] = telemetry.points(names.CLAIMS).values()
+    assert claims.value == 300  # metrics count every claim
