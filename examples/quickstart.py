@@ -1,15 +1,19 @@
 """Check a few RAG answers offline and print a verdict table.
 
 Each bundled example is a question, the passages a retriever returned and an answer; two of
-the answers carry a planted contradiction (a wrong figure) and an unsupported claim. No
-network, no API key: the embedded extractor and checker run on the CPU.
+the answers carry a planted contradiction (a wrong figure) and an unsupported claim. The
+questions go through a real LangChain RAG chain watched by our callback handler (see
+`langchain_quickstart.py`); without langchain-core installed, the answers are checked
+directly. No network, no API key: the embedded extractor and checker run on the CPU.
 
     python examples/quickstart.py
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -32,7 +36,7 @@ def print_result(result: CheckResult) -> None:
     print(f"   outcome={result.outcome.value}  response={label}  hallucination rate={hallucinated}")
     if result.message:
         print(textwrap.indent(result.message, "   "))
-    if not result.claims:
+    if not result.claims or not result.verdicts:
         return
     print(f"   {'claim':<58} {'verdict':<14} {'conf':>5}  evidence")
     for index, (claim, verdict) in enumerate(zip(result.claims, result.verdicts, strict=True)):
@@ -47,7 +51,8 @@ def print_result(result: CheckResult) -> None:
         )
 
 
-def main() -> None:
+def check_directly() -> None:
+    """The same examples through `RefCheckMonitor.check`, no framework involved."""
     examples = json.loads(EXAMPLES.read_text(encoding="utf-8"))
     with RefCheckMonitor() as monitor:
         for example in examples:
@@ -57,6 +62,19 @@ def main() -> None:
                 references=[Reference(**ref) for ref in example["references"]],
             )
             print_result(result)
+
+
+def main() -> None:
+    if importlib.util.find_spec("langchain_core") is None:
+        print("langchain-core is not installed: checking the example answers directly.")
+        check_directly()
+        return
+    # `refcheck demo` runs this file with runpy, which does not put its folder on sys.path.
+    if str(EXAMPLES.parent) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES.parent))
+    from langchain_quickstart import run
+
+    run(print_result)
 
 
 if __name__ == "__main__":
