@@ -198,13 +198,17 @@ def test_spike_fires_the_shipped_alert_and_every_dashboard_query_returns_data(
     assert float(alert["value"]) > 0.5
 
     totals = app.send(skip=3, burst=20, hook_errors=2)
-    time.sleep(2.5)  # two scrapes after the last result
-
     selector = f'{{job="{JOB}"}}'
-    claims = prometheus.by(
-        "refcheck_verdict", f"sum by (refcheck_verdict) (refcheck_claims_total{selector})"
+    claims_by_verdict = f"sum by (refcheck_verdict) (refcheck_claims_total{selector})"
+    expected_claims = {k: float(v) for k, v in totals["claims"].items()}
+    # One scrape reads every metric at once: when it has the last claims, it has everything.
+    claims = _wait_until(
+        lambda: (
+            (c := prometheus.by("refcheck_verdict", claims_by_verdict)) == expected_claims and c
+        ),
+        30,
+        "a scrape after the last result",
     )
-    assert claims == {k: float(v) for k, v in totals["claims"].items()}
     assert {"entailment", "contradiction", "neutral", "error"} <= set(claims)
     responses = prometheus.by(
         "refcheck_outcome", f"sum by (refcheck_outcome) (refcheck_responses_total{selector})"
