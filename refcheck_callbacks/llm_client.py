@@ -111,8 +111,25 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def _failed_before_sending(exc: BaseException) -> bool:
+    """litellm reports a client that could not even be built (no API key) as a 500 it raised
+    while handling the OpenAI SDK's bare `OpenAIError`; retrying that cannot help."""
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(4):  # litellm wraps the SDK's error in wrappers of its own
+        if cause is None:
+            return False
+        kind = type(cause)
+        # The SDK's base class exactly: its HTTP failures are subclasses with other names.
+        if kind.__name__ == "OpenAIError" and kind.__module__.partition(".")[0] == "openai":
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _classify(exc: BaseException) -> tuple[str, bool]:
     """(kind, retryable) for an exception raised by one attempt."""
+    if _failed_before_sending(exc):
+        return "client_error", False
     if isinstance(exc, asyncio.TimeoutError) or "Timeout" in type(exc).__name__:
         return "timeout", True
     status = _status_of(exc)

@@ -178,3 +178,14 @@ def test_choices_from_a_capped_n_survive_failing_top_up_requests(
     assert completion.texts == ["a", "b"]
     # One n=4 request, then two single top-ups that each try 1 + max_retries=2 times.
     assert completion.usage.requests == 7 == len(llm_server.chat_requests())
+
+
+def test_a_missing_api_key_fails_at_once_without_retries(
+    llm_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = LLMClient(UNPRICED_MODEL, api_base=llm_server.api_base, retry=FAST_RETRIES)
+    with pytest.raises(LLMCallError) as raised:
+        asyncio.run(llm.complete(MESSAGES))
+    assert raised.value.kind == "client_error" and "api_key" in str(raised.value)
+    assert llm.requests_sent == 1 and llm_server.chat_requests() == []  # one attempt, no retry
