@@ -195,7 +195,7 @@ class LLMClient:
 
     @property
     def requests_sent(self) -> int:
-        """HTTP requests this client has sent, retries included."""
+        """Requests handed to litellm, retries included (one that fails before sending counts)."""
         with self._lock:
             return self._requests_sent
 
