@@ -17,7 +17,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 from refcheck_callbacks._optional import require
@@ -27,50 +27,15 @@ require("langchain_core", "langchain")
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager  # noqa: E402
 from langchain_core.messages import BaseMessage  # noqa: E402
 
-from refcheck_callbacks.integrations import langchain_outputs as outputs  # noqa: E402
+from refcheck_callbacks.integrations import langchain_outputs as read  # noqa: E402
+from refcheck_callbacks.integrations.langchain_run import AnswerSource, RootRun  # noqa: E402
 from refcheck_callbacks.integrations.run_state import RunStates  # noqa: E402
 from refcheck_callbacks.logs import logger  # noqa: E402
 from refcheck_callbacks.monitor import RefCheckMonitor  # noqa: E402
 from refcheck_callbacks.stats import Tally  # noqa: E402
 from refcheck_callbacks.tracing import current_trace_context  # noqa: E402
-from refcheck_callbacks.types import TraceContext  # noqa: E402
-
-AnswerSource = Literal["llm", "output"]
 
 F = TypeVar("F", bound=Callable[..., None])
-
-
-class _RootRun:
-    """What one root run has produced so far. Mutated only by single atomic operations
-    (attribute stores, list.extend, dict set/pop), so threads of one run need no extra lock."""
-
-    __slots__ = (
-        "answer",
-        "input_question",
-        "key",
-        "model",
-        "name",
-        "open_generations",
-        "query",
-        "references",
-        "response_id",
-        "run_id",
-        "trace_context",
-    )
-
-    def __init__(self, run_id: UUID, name: str | None, trace_context: TraceContext | None) -> None:
-        self.run_id = run_id
-        self.key = run_id.int
-        self.name = name
-        self.trace_context = trace_context
-        self.input_question: Any = None
-        self.query: str | None = None
-        self.references: list[dict[str, Any]] = []
-        self.answer: str | None = None
-        self.model: str | None = None
-        self.response_id: str | None = None
-        self.open_generations: dict[int, str | None] = {}
-        """LLM runs started and not yet ended, with their model names."""
 
 
 def _guarded(method: F) -> F:
@@ -125,9 +90,12 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self._max_references = monitor.limits.max_references
         # Keyed by `UUID.int`: hashing an int is C code, hashing a UUID is Python code, and
         # each callback hashes its ids several times.
-        self._runs: RunStates[_RootRun] = RunStates(
+        self._runs: RunStates[RootRun] = RunStates(
             ttl=run_ttl, max_runs=max_runs, on_evict=self._evicted
         )
+        self._roots_with_parent: set[int] = set()
+        """Roots LangChain gave a parent we never saw (the handler was attached below the top
+        of the tree). Any other run that has a parent is a child, and its end needs no lookup."""
 
     # LangChain skips a handler for an event family when its `ignore_*` flag is set. Tool
     # events share `ignore_agent`, and we need them: a retriever inside a tool is a child.
@@ -152,7 +120,7 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
 
     def _enter(
         self, run_id: UUID, parent_run_id: UUID | None, inputs: Any, name: str | None
-    ) -> _RootRun | None:
+    ) -> RootRun | None:
         """Attach a run to its root, or make it a root when its parent is unknown to us
         (no parent, or the handler was attached below the top of the tree)."""
         if (
@@ -160,17 +128,26 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
             and self._runs.alias(run_id.int, parent_run_id.int) is not None
         ):
             return None
-        state = _RootRun(run_id, name, current_trace_context())
+        state = RootRun(run_id, name, current_trace_context())
+        if parent_run_id is not None:
+            self._roots_with_parent.add(state.key)
         if self.question_key is not None:
-            state.input_question = outputs.value_at(inputs, self.question_key)
+            state.input_question = read.value_at(inputs, self.question_key)
         elif isinstance(inputs, str):
             state.input_question = inputs
         self._runs.start(state.key, state)
         return state
 
-    def _end(self, run_id: UUID) -> _RootRun | None:
+    def _end(self, run_id: UUID, parent_run_id: UUID | None) -> RootRun | None:
         """The state of `run_id` when it is a root (now freed); None for child runs."""
-        return self._runs.pop(run_id.int)
+        key = run_id.int
+        if parent_run_id is not None and key not in self._roots_with_parent:
+            return None
+        return self._free(key)
+
+    def _free(self, key: int) -> RootRun | None:
+        self._roots_with_parent.discard(key)
+        return self._runs.pop(key)
 
     # -- chains and tools -----------------------------------------------------------------
 
@@ -187,16 +164,25 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self._enter(run_id, parent_run_id, inputs, kwargs.get("name"))
 
     @_guarded
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._end(run_id)
+    def on_chain_end(
+        self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        state = self._end(run_id, parent_run_id)
         if state is not None:
             self._finish(state, outputs, kwargs.get("inputs"))
 
     @_guarded
-    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._end(run_id)
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        state = self._end(run_id, parent_run_id)
         if state is not None:
-            self._skip(outputs.error_reason(error))
+            self._skip(read.error_reason(error))
 
     @_guarded
     def on_tool_start(
@@ -211,16 +197,25 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self._enter(run_id, parent_run_id, kwargs.get("inputs"), kwargs.get("name"))
 
     @_guarded
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._end(run_id)
+    def on_tool_end(
+        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        state = self._end(run_id, parent_run_id)
         if state is not None:
             self._finish(state, output, None)
 
     @_guarded
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._end(run_id)
+    def on_tool_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        state = self._end(run_id, parent_run_id)
         if state is not None:
-            self._skip(outputs.error_reason(error))
+            self._skip(read.error_reason(error))
 
     # -- retrievers -----------------------------------------------------------------------
 
@@ -244,17 +239,23 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         state = self._runs.get(run_id.int)
         if state is None:
             return
-        room = max(self._max_references - len(state.references), 0)
-        state.references.extend(outputs.as_reference(doc) for doc in list(documents)[:room])
+        state.add_documents(documents, self._max_references)
         if state.run_id == run_id:
-            self._end(run_id)
+            self._free(state.key)
             self._finish(state, None, None)
 
     @_guarded
-    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._end(run_id)
+    def on_retriever_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        state = self._end(run_id, parent_run_id)
         if state is not None:
-            self._skip(outputs.error_reason(error))
+            self._skip(read.error_reason(error))
 
     # -- LLMs and chat models -------------------------------------------------------------
 
@@ -288,7 +289,7 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         state = self._enter(run_id, parent_run_id, None, kwargs.get("name"))
         state = state or self._runs.get(run_id.int)
         if state is not None:
-            state.open_generations[run_id.int] = outputs.model_name(kwargs)
+            state.open_generations[run_id.int] = read.model_name(kwargs)
 
     @_guarded
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -296,13 +297,13 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         if state is None:
             return
         model = state.open_generations.pop(run_id.int, None)
-        generation = outputs.first_generation(response)
-        if generation is not None and not outputs.requests_tools(generation):
+        generation = read.first_generation(response)
+        if generation is not None and not read.requests_tools(generation):
             state.answer = generation.text
-            state.model = outputs.response_model(generation) or model
-            state.response_id = outputs.response_id(generation, response)
+            state.model = read.response_model(generation) or model
+            state.response_id = read.response_id(generation, response)
         if state.run_id == run_id:
-            self._end(run_id)
+            self._free(state.key)
             self._finish(state, None, None)
 
     @_guarded
@@ -312,12 +313,12 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
             return
         state.open_generations.pop(run_id.int, None)
         if state.run_id == run_id:
-            self._end(run_id)
-            self._skip(outputs.error_reason(error))
+            self._free(state.key)
+            self._skip(read.error_reason(error))
 
     # -- submitting -----------------------------------------------------------------------
 
-    def _finish(self, state: _RootRun, output: Any, end_inputs: Any) -> None:
+    def _finish(self, state: RootRun, output: Any, end_inputs: Any) -> None:
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
@@ -326,36 +327,25 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         if not state.references:
             self._skip("no_references")
             return
-        answer = self._answer(state, output)
+        answer = state.answer_text(self.answer_from, self.output_key, output)
         if answer is None:
             self._skip("no_answer")
             return
         self.monitor.submit(
-            question=self._question(state, end_inputs),
+            question=state.question_text(self.question_key, end_inputs),
             answer=answer,
-            references=outputs.union_of(state.references),
+            references=state.unique_references(),
             trace_context=state.trace_context,
-            metadata=_run_metadata(state),
+            metadata=state.metadata(),
             model=state.model,
             response_id=state.response_id,
         )
 
-    def _answer(self, state: _RootRun, output: Any) -> str | None:
-        from_output = outputs.text_of(output, self.output_key)
-        if self.answer_from == "output":
-            return from_output if from_output is not None else state.answer
-        return state.answer if state.answer is not None else from_output
-
-    def _question(self, state: _RootRun, end_inputs: Any) -> Any:
-        if self.question_key is not None:
-            # Streaming runs report their input only at the end.
-            return state.input_question or outputs.value_at(end_inputs, self.question_key)
-        return state.query if state.query is not None else state.input_question
-
     def _skip(self, reason: str) -> None:
         self.monitor.record(Tally.SKIPPED, reason)
 
-    def _evicted(self, state: _RootRun, why: str) -> None:
+    def _evicted(self, state: RootRun, why: str) -> None:
+        self._roots_with_parent.discard(state.key)
         if why == "expired":
             self.monitor.record(Tally.SKIPPED, "run_expired")
         else:
@@ -366,13 +356,6 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         with contextlib.suppress(Exception):
             self.monitor.record(Tally.ERRORS, "langchain_callback")
         logger.exception("refcheck: LangChain callback %s failed; the run is not checked", callback)
-
-
-def _run_metadata(state: _RootRun) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"langchain.run_id": str(state.run_id)}
-    if state.name:
-        metadata["langchain.run_name"] = state.name
-    return metadata
 
 
 # -- global instrumentation ----------------------------------------------------------------

@@ -23,12 +23,22 @@ def as_reference(document: Any) -> dict[str, Any]:
     metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
     doc_id = getattr(document, "id", None)
     if doc_id is None:
-        doc_id = next((metadata[k] for k in ID_KEYS if metadata.get(k) is not None), None)
-    score = next(
-        (metadata[k] for k in SCORE_KEYS if isinstance(metadata.get(k), int | float)), None
-    )
-    text = getattr(document, "page_content", document)
-    return {"text": text, "id": doc_id, "score": score, "metadata": metadata}
+        doc_id = _first(metadata, ID_KEYS, object)
+    return {
+        "text": getattr(document, "page_content", document),
+        "id": doc_id,
+        "score": _first(metadata, SCORE_KEYS, (int, float)),
+        "metadata": metadata,
+    }
+
+
+def _first(metadata: Mapping[str, Any], keys: tuple[str, ...], kind: Any) -> Any:
+    """The first value under `keys` that is an instance of `kind` (plain loop: hot path)."""
+    for key in keys:
+        value = metadata.get(key)
+        if value is not None and isinstance(value, kind):
+            return value
+    return None
 
 
 def union_of(references: list[dict[str, Any]]) -> list[dict[str, Any]]:
