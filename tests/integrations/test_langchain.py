@@ -11,7 +11,7 @@ import pytest
 from langchain_chains import CORPUS, PROMPT, KeywordRetriever, format_docs
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.language_models import FakeListChatModel, FakeListLLM, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.retrievers import BaseRetriever
@@ -329,6 +329,39 @@ def test_question_key_and_output_key_choose_what_is_checked(
     request = only_result(monitor, sink).request
     assert request.question == "Who created PYTHON?"
     assert request.answer == output["answer"] == "Guido van Rossum created it."
+
+
+def test_a_text_completion_model_answer_is_checked(
+    keyword_retriever: KeywordRetriever,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    llm = FakeListLLM(responses=["Guido van Rossum created Python."])
+    chain = {"context": keyword_retriever | format_docs, "question": lambda q: q} | PROMPT | llm
+    assert chain.invoke("Who created Python?", config=config(handler)) == llm.responses[0]
+    assert only_result(monitor, sink).request.answer == llm.responses[0]
+
+
+@pytest.mark.parametrize("answer_from", ["llm", "output"])
+def test_answer_from_picks_the_generation_or_the_message_the_chain_returns(
+    answer_from: Any,
+    keyword_retriever: KeywordRetriever,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    edit = RunnableLambda(lambda message: AIMessage(f"Edited: {message.content}"))
+    llm = FakeListChatModel(responses=["Guido van Rossum created Python."])
+    chain = {"context": keyword_retriever | format_docs, "question": lambda q: q} | PROMPT | llm
+    handler = RefCheckCallbackHandler(monitor, answer_from=answer_from)
+    output = (chain | edit).invoke("Who created Python?", config=config(handler))
+    answer = only_result(monitor, sink).request.answer
+    assert answer == (output.content if answer_from == "output" else llm.responses[0])
+
+
+def test_answer_from_must_be_known(monitor: RefCheckMonitor) -> None:
+    with pytest.raises(ValueError, match="answer_from"):
+        RefCheckCallbackHandler(monitor, answer_from="final")  # type: ignore[arg-type]
 
 
 class _ScoredRetriever(BaseRetriever):
