@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# NLI checker throughput on a GPU with a RoBERTa-large-sized model (24 layers, hidden 1024,
+# random weights built from a config): pairs/s and model FLOP utilisation against the card's
+# dense bf16 peak. Same workload generator and checker code as benchmarks/nli_throughput.py.
+#
+# The GPU machine (the `device` tool) has PyTorch and transformers but reaches no registry, so
+# the few pure-Python packages our import needs travel as wheels, with the tokenizer files:
+#
+#   benchmarks/gpu.sh prepare          # here: wheels + tokenizer into benchmarks/.venv-gpu/
+#   device run, carry ["benchmarks/.venv-gpu"], command:
+#       bash benchmarks/gpu.sh run      # there: figures to stdout and $OUT/nli_gpu.json
+#
+# RefChecker itself is not run there: it pins transformers < 5 and pulls spaCy, litellm and
+# more, which cannot be installed offline within the carry limit. Its CPU comparison is
+# benchmarks/nli_throughput.py.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUNDLE=benchmarks/.venv-gpu   # `.venv-*` is gitignored
+ANSWERS=${ANSWERS:-1000}
+BATCH_TOKENS=${BATCH_TOKENS:-65536}
+
+prepare() {
+    local python=${PYTHON:-.venv/bin/python}
+    rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/wheels" "$BUNDLE/tokenizer"
+    # The versions this repo's environment runs, for the device's Python 3.12.
+    local packages
+    packages=$("$python" - <<'EOF'
+from importlib.metadata import version
+names = ["pydantic", "pydantic-core", "annotated-types", "typing-inspection",
+         "opentelemetry-api", "opentelemetry-sdk", "opentelemetry-semantic-conventions",
+         "importlib-metadata"]
+print(" ".join(f"{n}=={version(n)}" for n in names))
+EOF
+)
+    # shellcheck disable=SC2086
+    "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -d "$BUNDLE/wheels" $packages
+    "$python" - "$BUNDLE/tokenizer" <<'EOF'
+import sys
+from transformers import AutoTokenizer
+from refcheck_callbacks.check.encoder import bundled_minilm_path
+AutoTokenizer.from_pretrained(bundled_minilm_path()).save_pretrained(sys.argv[1])
+EOF
+    du -sh "$BUNDLE"
+}
+
+run() {
+    local out=${OUT:-/tmp}
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site "$BUNDLE"/wheels/*.whl
+    export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+    nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
+    python3 benchmarks/nli_throughput.py --size large --device cuda --skip-refchecker \
+        --skip-top-k --tokenizer "$BUNDLE/tokenizer" --answers "$ANSWERS" \
+        --batch-tokens "$BATCH_TOKENS" --json "$out/nli_gpu.json"
+}
+
+case "${1:-}" in
+    prepare) prepare ;;
+    run) run ;;
+    *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+esac

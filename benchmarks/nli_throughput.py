@@ -1,0 +1,342 @@
+"""NLI checking throughput: our NLIChecker against the `refchecker` package's own NLIChecker.
+
+Both read the same local model directory and the same workload: answers x claims x references
+of 100-300 words, pre-split into the same <= 200-word segments (RefChecker's segment length),
+so both score exactly the same (claim, segment) pairs. RefChecker runs in its own virtualenv
+(it pins transformers < 5), driven through its public `check()` with `is_joint=False` and
+`merge_psg=True`, every answer in one call (its most favourable use). We run the workload the
+way the monitor hands it over: batches of 16 answers.
+
+No weights can be downloaded here, so the model is a RoBERTa-architecture classifier built from
+a config with random weights (sizes below), saved with `save_pretrained`, with the bundled
+MiniLM WordPiece tokenizer. Its id2label is entailment / neutral / contradiction in that order,
+the order RefChecker hard-codes. Random weights make the labels meaningless but the compute
+and the agreement check real.
+
+    python benchmarks/nli_throughput.py            # the full run (a few minutes on 2 cores)
+    python benchmarks/nli_throughput.py --quick    # a smoke run
+    python benchmarks/nli_throughput.py --size large --device cuda   # see benchmarks/gpu.sh
+
+This one file also serves as the driver inside RefChecker's virtualenv (`--refchecker-driver`),
+so it imports only the standard library at top level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REFCHECKER_VENV = HERE / ".venv-refchecker"
+REFCHECKER_VERSION = "0.2.17"
+ID2LABEL = {0: "entailment", 1: "neutral", 2: "contradiction"}
+SIZES: dict[str, dict[str, int]] = {
+    # hidden, layers, heads, intermediate: "small" keeps the CPU run to a few minutes.
+    "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "intermediate_size": 1024},
+    "large": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+              "intermediate_size": 4096},
+}  # fmt: skip
+SEGMENT_WORDS = 200
+PAIR_SAMPLE_ANSWERS = 20
+"""Answers whose pairs are also labelled one pair at a time, unmerged, for agreement."""
+
+
+# ---------------------------------------------------------------- workload (stdlib only)
+def _sentence(rng: random.Random, vocabulary: list[str], low: int, high: int) -> str:
+    words = rng.choices(vocabulary, k=rng.randint(low, high))
+    return " ".join(words).capitalize() + "."
+
+
+def _reference(rng: random.Random, vocabulary: list[str]) -> str:
+    target, sentences, count = rng.randint(100, 300), [], 0
+    while count < target:
+        sentence = _sentence(rng, vocabulary, 8, 25)
+        sentences.append(sentence)
+        count += len(sentence.split())
+    return " ".join(sentences)
+
+
+def build_workload(answers: int, claims: int, references: int, seed: int = 7) -> dict[str, Any]:
+    """Claims and reference texts per answer; claims reuse reference words, like real answers."""
+    rng = random.Random(seed)
+    vocabulary = [f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{i}" for i in range(5000)]
+    out = []
+    for _ in range(answers):
+        texts = [_reference(rng, vocabulary) for _ in range(references)]
+        pool = " ".join(texts).split()
+        out.append(
+            {
+                "claims": [
+                    " ".join(rng.choices(pool, k=rng.randint(8, 20))).capitalize() + "."
+                    for _ in range(claims)
+                ],
+                "references": texts,
+            }
+        )
+    return {"answers": out}
+
+
+# ---------------------------------------------------------------- RefChecker side
+def ensure_refchecker_venv() -> Path:
+    """RefChecker's virtualenv, created on first use: the CPU torch wheel, then refchecker."""
+    python = REFCHECKER_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import refchecker.checker.nli_checker"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python
+    import torch  # the same torch build as ours, so the comparison is of the checkers
+
+    torch_version = torch.__version__.split("+")[0]
+    subprocess.run([sys.executable, "-m", "venv", str(REFCHECKER_VENV)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, f"torch=={torch_version}"], check=True)
+    subprocess.run([*pip, f"refchecker=={REFCHECKER_VERSION}"], check=True)
+    return python
+
+
+def refchecker_driver(workload_path: str, model_dir: str, device: str) -> None:
+    """Runs inside RefChecker's virtualenv; prints timings and labels as JSON."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from refchecker.checker import NLIChecker  # type: ignore[import-not-found]
+
+    workload = json.loads(Path(workload_path).read_text())
+    answers, warmup = workload["answers"], workload["warmup"]
+    checker = NLIChecker(model=model_dir, device=device, batch_size=16)
+    checker.check([a["claims"] for a in warmup], [a["segments"] for a in warmup], is_joint=False)
+    claims = [a["claims"] for a in answers]
+    segments = [a["segments"] for a in answers]
+    started = time.perf_counter()
+    labels = checker.check(claims, segments, is_joint=False, merge_psg=True)
+    elapsed = time.perf_counter() - started
+    sample = answers[:PAIR_SAMPLE_ANSWERS]
+    pairs = [(c, s) for a in sample for c in a["claims"] for s in a["segments"]]
+    pair_labels = checker._check(claims=[c for c, _ in pairs], references=[s for _, s in pairs])
+    print(json.dumps({"seconds": elapsed, "labels": labels, "pair_labels": pair_labels}))
+
+
+def run_refchecker(workload_path: Path, model_dir: Path, device: str) -> dict[str, Any]:
+    python = ensure_refchecker_venv()
+    command = [str(python), __file__, "--refchecker-driver", str(workload_path), str(model_dir)]
+    env = {**os.environ, "TQDM_DISABLE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run(
+        [*command, "--device", device], capture_output=True, text=True, env=env, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"refchecker driver failed:\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# ---------------------------------------------------------------- our side
+def build_model(size: str, directory: Path, tokenizer_dir: Path | None = None) -> Path:
+    """A random-weight RoBERTa classifier of the given size, saved with save_pretrained."""
+    if (directory / "config.json").exists():
+        return directory
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, RobertaConfig
+
+    from refcheck_callbacks.check.encoder import bundled_minilm_path
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir or bundled_minilm_path())
+    config = RobertaConfig(
+        vocab_size=tokenizer.vocab_size,
+        max_position_embeddings=514,
+        pad_token_id=tokenizer.pad_token_id,
+        # The WordPiece tokenizer marks the second sequence with token type 1.
+        type_vocab_size=2,
+        id2label=ID2LABEL,
+        label2id={v: k for k, v in ID2LABEL.items()},
+        **SIZES[size],
+    )
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(config)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def presplit(workload: dict[str, Any]) -> None:
+    """Each answer's references as the same <= 200-word segments for both checkers."""
+    from refcheck_callbacks.check.segments import segment_references
+
+    for answer in workload["answers"] + workload["warmup"]:
+        segments = segment_references(answer["references"], SEGMENT_WORDS, overlap_tokens=0)
+        answer["segments"] = [segment.text for segment in segments]
+
+
+def _items(answers: list[dict[str, Any]]) -> list[list[Any]]:
+    """Each answer's claims as checker items, its segments as references."""
+    from refcheck_callbacks.types import CheckItem, Claim, Reference
+
+    return [
+        [
+            CheckItem(
+                claim=Claim(text=claim),
+                references=[Reference(text=s) for s in answer["segments"]],
+                request_id=str(n),
+                claim_index=i,
+            )
+            for i, claim in enumerate(answer["claims"])
+        ]
+        for n, answer in enumerate(answers)
+    ]
+
+
+def run_ours(
+    workload: dict[str, Any],
+    model_dir: Path,
+    *,
+    device: str,
+    top_k: int | None,
+    batch: int,
+    batch_tokens: int,
+) -> dict[str, Any]:
+    from refcheck_callbacks.check.nli import NLIChecker
+
+    # segment_tokens above any 200-word segment: the pre-split segments are used as they are.
+    checker = NLIChecker(
+        model_dir, device=device, top_k_segments=top_k, segment_tokens=500,
+        batch_tokens=batch_tokens,
+    )  # fmt: skip
+    checker.check_batch([i for r in _items(workload["warmup"]) for i in r])
+    requests = _items(workload["answers"])
+    before = checker.counts.pairs_requested
+    started = time.perf_counter()
+    verdicts = []
+    for first in range(0, len(requests), batch):
+        verdicts += checker.check_batch([i for r in requests[first : first + batch] for i in r])
+    elapsed = time.perf_counter() - started
+    pairs = checker.counts.pairs_requested - before
+    sample = workload["answers"][:PAIR_SAMPLE_ANSWERS]
+    flat = [(c, s) for a in sample for c in a["claims"] for s in a["segments"]]
+    probabilities = checker.classify_pairs([s for _, s in flat], [c for c, _ in flat])
+    return {
+        "seconds": elapsed,
+        "pairs": pairs,
+        "labels": [v.label.value.capitalize() if v.label else None for v in verdicts],
+        "pair_labels": [max(p, key=p.__getitem__).value.capitalize() for p in probabilities],
+    }
+
+
+def _agreement(ours: list[Any], theirs: list[Any]) -> float:
+    return sum(a == b for a, b in zip(ours, theirs, strict=True)) / max(1, len(ours))
+
+
+def model_flops(model_dir: Path, workload: dict[str, Any], max_length: int = 512) -> float:
+    """Forward FLOPs of the workload's pairs on real (unpadded) tokens.
+
+    Per pair of T tokens: 2 x (non-embedding parameters) x T for the matrix products, plus
+    4 x layers x hidden x T^2 for attention scores and their weighted sum.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    h, layers, inner = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+    # Per layer: Q, K, V, output projections and the two feed-forward matrices; plus the head.
+    parameters = layers * (4 * h * h + 2 * h * inner) + h * h + h * config.num_labels
+    flat = [(s, c) for a in workload["answers"] for c in a["claims"] for s in a["segments"]]
+    lengths = [
+        len(ids)
+        for ids in tokenizer(
+            [s for s, _ in flat], [c for _, c in flat], truncation="only_first",
+            max_length=max_length,
+        )["input_ids"]
+    ]  # fmt: skip
+    return sum(2 * parameters * t + 4 * layers * h * t * t for t in lengths)
+
+
+def _peak_bf16_flops(device: str, peak_tflops: float | None) -> float | None:
+    """The card's dense bf16 peak: given, or looked up by its name."""
+    if peak_tflops:
+        return peak_tflops * 1e12
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    name = torch.cuda.get_device_name()
+    known = {"H200": 989, "H100": 989, "A100": 312, "L40S": 362, "L4": 121, "A10G": 125}
+    return next((tflops * 1e12 for key, tflops in known.items() if key in name), None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--answers", type=int, default=200)
+    parser.add_argument("--claims", type=int, default=8)
+    parser.add_argument("--references", type=int, default=5)
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--top-k", type=int, default=3, help="preselection run's k")
+    parser.add_argument("--engine-batch", type=int, default=16, help="answers per call")
+    parser.add_argument("--batch-tokens", type=int, default=16_384)
+    parser.add_argument("--quick", action="store_true", help="20 answers: a smoke run")
+    parser.add_argument("--skip-refchecker", action="store_true", help="ours only (GPU runs)")
+    parser.add_argument("--skip-top-k", action="store_true", help="no preselection run")
+    parser.add_argument("--tokenizer", type=Path, help="tokenizer dir (default: bundled MiniLM)")
+    parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    answers = 20 if args.quick else args.answers
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    model_dir = build_model(
+        args.size, Path(tempfile.gettempdir()) / f"refcheck-nli-{args.size}", args.tokenizer
+    )
+    workload = build_workload(answers, args.claims, args.references)
+    workload["warmup"] = build_workload(2, args.claims, args.references, seed=99)["answers"]
+    presplit(workload)
+    workload_path = Path(tempfile.mkdtemp()) / "workload.json"
+    workload_path.write_text(json.dumps(workload))
+    theirs = None if args.skip_refchecker else run_refchecker(workload_path, model_dir, args.device)
+    run = {"device": args.device, "batch": args.engine_batch, "batch_tokens": args.batch_tokens}
+    ours = run_ours(workload, model_dir, top_k=None, **run)
+    ours_top_k = None if args.skip_top_k else run_ours(workload, model_dir, top_k=args.top_k, **run)
+
+    pairs = ours["pairs"]
+    flops = model_flops(model_dir, workload)
+    report: dict[str, Any] = {
+        "model": f"RoBERTa {args.size} {SIZES[args.size]} (random weights), {args.device}",
+        "workload": f"{answers} answers x {args.claims} claims x {args.references} references",
+        "pairs": pairs,
+        "ours": _rates(ours["seconds"], answers, pairs),
+        "ours_model_tflops_per_s": flops / ours["seconds"] / 1e12,
+    }
+    peak = _peak_bf16_flops(args.device, args.peak_tflops)
+    if peak:
+        report["ours_mfu_vs_bf16_peak"] = flops / ours["seconds"] / peak
+    if ours_top_k is not None:
+        report["ours_top_k"] = _rates(ours_top_k["seconds"], answers, ours_top_k["pairs"])
+        report["ours_top_k"]["k"] = args.top_k
+    if theirs is not None:
+        their_labels = [label for answer in theirs["labels"] for label in answer]
+        report["refchecker"] = _rates(theirs["seconds"], answers, pairs)
+        report["speedup_answers_per_s"] = theirs["seconds"] / ours["seconds"]
+        if ours_top_k is not None:
+            report["speedup_top_k_answers_per_s"] = theirs["seconds"] / ours_top_k["seconds"]
+        report["claim_label_agreement"] = _agreement(ours["labels"], their_labels)
+        report["pair_label_agreement"] = _agreement(ours["pair_labels"], theirs["pair_labels"])
+        report["pairs_compared"] = len(ours["pair_labels"])
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def _rates(seconds: float, answers: int, pairs: int) -> dict[str, float]:
+    return {"seconds": seconds, "answers_per_s": answers / seconds, "pairs_per_s": pairs / seconds}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--refchecker-driver":
+        device_arg = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
+        refchecker_driver(sys.argv[2], sys.argv[3], device_arg)
+    else:
+        main()
