@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from refcheck_callbacks.cli import main
+
 RC_LABELS = {"Entailment", "Neutral", "Contradiction"}
 
 
@@ -40,6 +42,12 @@ def refcheck(*args: str | Path, timeout: float = 180) -> subprocess.CompletedPro
         text=True,
         timeout=timeout,
     )
+
+
+def refcheck_here(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    """The same command in this process: no interpreter start, for the quicker cases."""
+    status = main([str(a) for a in args])
+    return status, capsys.readouterr().err
 
 
 def _check_schema(record: dict[str, Any], aggregator: str) -> RefCheckerOutput:
@@ -89,7 +97,9 @@ def test_extract_check_on_refcheckers_own_example(shared_data: Path, tmp_path: P
     assert not (tmp_path / "out.json.partial.jsonl").exists()
 
 
-def test_check_given_claims_and_triplets_with_strict_and_major(tmp_path: Path) -> None:
+def test_check_given_claims_and_triplets_with_strict_and_major(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     reference = [
         "The Eiffel Tower is 330 metres tall.",
         "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
@@ -110,8 +120,10 @@ def test_check_given_claims_and_triplets_with_strict_and_major(tmp_path: Path) -
     labels = {}
     for aggregator in ("strict", "major"):
         out = tmp_path / f"{aggregator}.json"
-        run = refcheck("check", "--input", source, "--output", out, "--aggregator", aggregator)
-        assert run.returncode == 0, run.stderr
+        status, stderr = refcheck_here(
+            capsys, "check", "--input", source, "--output", out, "--aggregator", aggregator
+        )
+        assert status == 0, stderr
         [result] = json.loads(out.read_text(encoding="utf-8"))
         output = _check_schema(result, aggregator)
         assert output.claims == record["claims"], "`check` keeps the given claims as given"
@@ -123,7 +135,7 @@ def test_check_given_claims_and_triplets_with_strict_and_major(tmp_path: Path) -
     assert labels["strict"].Y in {"Neutral", "Contradiction"}
 
 
-def test_extract_writes_claims_only(tmp_path: Path) -> None:
+def test_extract_writes_claims_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "in.jsonl"
     lines = [
         {"response": "Paris is the capital of France. It has 2.1 million inhabitants."},
@@ -131,8 +143,8 @@ def test_extract_writes_claims_only(tmp_path: Path) -> None:
     ]
     source.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    run = refcheck("extract", "--input", source, "--output", out)
-    assert run.returncode == 0, run.stderr
+    status, stderr = refcheck_here(capsys, "extract", "--input", source, "--output", out)
+    assert status == 0, stderr
     first, refusal = _jsonl(out)
     assert first["claims"] == [
         "Paris is the capital of France.",
@@ -211,7 +223,7 @@ def _start(*args: str | Path) -> subprocess.Popen[str]:
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     source = tmp_path / "big.jsonl"
-    records = _generated(source, 150)
+    records = _generated(source, 60)
     out = tmp_path / "out.jsonl"
     process = _start("extract-check", "--input", source, "--output", out)
     _wait_for_lines(out, 3, process)
@@ -235,9 +247,11 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_json_run_resumes_from_its_partial_file(tmp_path: Path) -> None:
+def test_a_killed_json_run_resumes_from_its_partial_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "big.json"
-    records = _generated(tmp_path / "big.jsonl", 120)
+    records = _generated(tmp_path / "big.jsonl", 50)
     source.write_text(json.dumps(records), encoding="utf-8")
     out = tmp_path / "out.json"
     partial = tmp_path / "out.json.partial.jsonl"
@@ -253,7 +267,9 @@ def test_a_killed_json_run_resumes_from_its_partial_file(tmp_path: Path) -> None
     assert [r["id"] for r in final] == [r["id"] for r in records]
     assert not partial.exists()
     # Resuming a finished run has nothing left to do and keeps the result.
-    again = refcheck("extract-check", "--input", source, "--output", out, "--resume")
-    assert again.returncode == 0, again.stderr
-    assert f"0 records written to {out} ({len(records)} kept" in again.stderr
+    status, stderr = refcheck_here(
+        capsys, "extract-check", "--input", source, "--output", out, "--resume"
+    )
+    assert status == 0, stderr
+    assert f"0 records written to {out} ({len(records)} kept" in stderr
     assert json.loads(out.read_text(encoding="utf-8")) == final
