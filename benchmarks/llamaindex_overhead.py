@@ -4,16 +4,21 @@ Workload: a `VectorStoreIndex` over 6 short documents (bundled MiniLM embeddings
 text repeats, so its embedding comes from the encoder's cache), `as_query_engine()` with
 `MockLLM` and `similarity_top_k=2`. One query opens 14 LlamaIndex spans and 14 events.
 
-Three arms, interleaved round by round in a rotating order so drift in the shared machine's
+Four arms, interleaved round by round in a rotating order so drift in the shared machine's
 load hits all alike:
-- `plain`: no handlers;
+- `plain`: no handlers beyond LlamaIndex's default null pair;
+- `noop_handlers`: one more null span + event handler pair: what LlamaIndex's dispatch to
+  any handler pair costs, the floor under ours;
 - `capture`: our handlers, the monitor samples every answer out (everything but the enqueue);
 - `capture_submit`: our handlers, every answer enqueued for the background worker.
 Reported per query, in microseconds: median and p99 of each arm and what each adds to
 `plain`, in wall time and in the app thread's CPU time (`time.thread_time`: on a shared,
-loaded machine, wall time also counts waiting for a core; CPU time does not). The worker is real, but its extractor finds no claims, so every answer ends as
-`abstain` without model work: the figures isolate what runs on the app's thread, plus the
-worker's own share of the GIL.
+loaded machine, wall time also counts waiting for a core; CPU time does not).
+
+The worker is real, but its extractor finds no claims, so every answer ends as `abstain`
+without model work, and it has no exporters: the figures isolate what runs on the app's
+thread, plus the worker's own share of the GIL. The worker is flushed after each arm,
+outside the timing, so no backlog spills into the next arm.
 
 A second measurement sums the CPU time spent inside the handler bodies themselves (span
 enter / exit / drop, event handling), and inside `monitor.submit` among them, with the
@@ -36,6 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.instrumentation import NullEventHandler, NullSpanHandler, get_dispatcher
 from llama_index.core.llms import MockLLM
 
 from refcheck_callbacks import CheckRequest, RefCheckMonitor
@@ -102,24 +108,51 @@ def _timed_queries(engine: Any, count: int) -> tuple[list[float], list[float]]:
     return wall, cpu
 
 
-def end_to_end(
-    engine: Any, monitors: dict[str, RefCheckMonitor | None], rounds: int, per_round: int
-) -> dict[str, Any]:
-    """Per-query times of each arm, interleaved round by round in a rotating order."""
-    names = list(monitors)
+Arm = tuple[Callable[[], object], Callable[[], object]]
+"""How to attach and detach one arm's handlers."""
+
+
+def _ours(monitor: RefCheckMonitor) -> Arm:
+    def detach() -> None:
+        llamaindex.uninstrument_llamaindex()
+        monitor.flush(timeout=60)  # no backlog spills into the next arm's timing
+
+    return lambda: llamaindex.instrument_llamaindex(monitor), detach
+
+
+def _noop() -> Arm:
+    """A second pair of LlamaIndex's own null handlers: what any handler pair costs."""
+    dispatcher = get_dispatcher()
+    span_handler, event_handler = NullSpanHandler(), NullEventHandler()
+
+    def attach() -> None:
+        dispatcher.span_handlers = [*dispatcher.span_handlers, span_handler]
+        dispatcher.event_handlers = [*dispatcher.event_handlers, event_handler]
+
+    def detach() -> None:
+        dispatcher.span_handlers = [h for h in dispatcher.span_handlers if h is not span_handler]
+        dispatcher.event_handlers = [h for h in dispatcher.event_handlers if h is not event_handler]
+
+    return attach, detach
+
+
+def end_to_end(engine: Any, arms: dict[str, Arm], rounds: int, per_round: int) -> dict[str, Any]:
+    """Per-query times of each arm, interleaved round by round in a rotating order.
+
+    The first arm is the baseline the others are compared with.
+    """
+    names = list(arms)
     wall: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            monitor = monitors[name]
-            if monitor is not None:
-                llamaindex.instrument_llamaindex(monitor)
+            attach, detach = arms[name]
+            attach()
             round_wall, round_cpu = _timed_queries(engine, per_round)
+            detach()
             wall[name] += round_wall
             cpu[name] += round_cpu
-            if monitor is not None:
-                llamaindex.uninstrument_llamaindex()
     plain = names[0]
     report: dict[str, Any] = {"queries_per_arm": rounds * per_round}
     for kind, times in (("wall", wall), ("cpu", cpu)):
@@ -227,11 +260,17 @@ def main() -> None:
     )
     engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=2)
     checker = EmbeddedChecker(encoder=encoder)
-    sampled_out = RefCheckMonitor(extractor=_NoClaims(), checker=checker, sample_rate=0.0)
-    submitting = RefCheckMonitor(extractor=_NoClaims(), checker=checker, max_queue=100_000)
+    quiet: dict[str, Any] = {"extractor": _NoClaims(), "checker": checker, "exporters": []}
+    sampled_out = RefCheckMonitor(**quiet, sample_rate=0.0)
+    submitting = RefCheckMonitor(**quiet, max_queue=100_000)
     with sampled_out, submitting:
         _timed_queries(engine, 50)  # warm caches and lazy imports
-        arms = {"plain": None, "capture": sampled_out, "capture_submit": submitting}
+        arms: dict[str, Arm] = {
+            "plain": (lambda: None, lambda: None),
+            "noop_handlers": _noop(),
+            "capture": _ours(sampled_out),
+            "capture_submit": _ours(submitting),
+        }
         report = {
             "workload": "VectorStoreIndex.as_query_engine(MockLLM, top_k=2).query",
             "end_to_end": end_to_end(engine, arms, args.rounds, args.per_round),

@@ -12,6 +12,7 @@ root*; every span opened beneath it is aliased to it (`RunStates`). Then:
   sub-questions, chat context + condense) give the union, deduplicated by node id;
 - the question is the first `QueryStartEvent` under the root, or the chat message;
 - the answer is the last `QueryEndEvent` / `SynthesizeEndEvent` response under the root;
+- the model is the first named one an LLM call under the root reports;
 - when the root span exits, the answer is submitted to the monitor. A streamed answer is
   submitted once the app has read the stream to its end; a stream abandoned half-way is
   counted, one never read is freed after `stream_ttl` and counted.
@@ -67,7 +68,10 @@ __all__ = ["QueryCapture", "instrument_llamaindex", "uninstrument_llamaindex"]
 
 _QUERY_METHODS = frozenset({"query", "aquery"})
 _CHAT_METHODS = frozenset({"chat", "achat", "stream_chat", "astream_chat"})
+_ROOT_METHODS = _QUERY_METHODS | _CHAT_METHODS
 _CALLBACK_FAILED = "llamaindex_callback"
+_UNNAMED_MODEL = "unknown"
+"""`LLMMetadata.model_name` of LLMs that do not say which model they are."""
 
 
 class _Stream:
@@ -191,7 +195,8 @@ class QueryCapture:
             self._runs.start(span_id, query)
 
     def span_exited(self, span_id: str) -> None:
-        if self._runs.root_of(span_id) != span_id:
+        # The name test spares the lock for the many spans that cannot be a root.
+        if _method_name(span_id) not in _ROOT_METHODS or self._runs.root_of(span_id) != span_id:
             return
         query = self._runs.get(span_id)
         if query is None:
@@ -224,8 +229,8 @@ class QueryCapture:
         elif kind is QueryEndEvent or kind is SynthesizeEndEvent:
             self._answered(root, query, event.response)
         elif query.model is None:
-            model_dict = event.model_dict
-            query.model = model_dict.get("model") or model_dict.get("model_name")
+            name = event.model_dict.get("model_name")
+            query.model = None if name == _UNNAMED_MODEL else name
 
     def _answered(self, root: Hashable, query: _Query, response: Any) -> None:
         """Record the latest answer; a streamed one is wrapped so we see it as it is read."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.llms import MockLLM
+from llama_index.core.llms import LLMMetadata, MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine, RouterQueryEngine
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
@@ -126,6 +127,51 @@ def test_aquery_is_captured_like_query(
     assert result.request.question == "How long is the Nile?"
     assert result.request.answer == str(response)
     assert [r.id for r in result.request.references] == _node_ids(response.source_nodes)
+    _assert_no_state(capture)
+
+
+class _NamedMockLLM(MockLLM):
+    """MockLLM reporting a model name, as hosted-model LLM classes do."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="mock-large")
+
+
+def test_the_model_named_by_the_llm_is_submitted(
+    index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    index.as_query_engine(llm=_NamedMockLLM(), similarity_top_k=1).query("How long is the Nile?")
+    index.as_query_engine(llm=MockLLM(), similarity_top_k=1).query("How high is Everest?")
+
+    models = {r.request.question: r.request.model for r in _results(monitor, sink)}
+    assert models == {"How long is the Nile?": "mock-large", "How high is Everest?": None}
+
+
+def test_queries_from_many_threads_each_get_their_own_nodes(
+    index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=1)
+    questions = [
+        "How tall is the Eiffel Tower?",
+        "How many spectators did the Colosseum hold?",
+        "How high is Mount Everest?",
+        "How long is the Nile?",
+    ] * 4
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(engine.query, questions))
+
+    results = _results(monitor, sink)
+    assert len(results) == len(questions)
+    expected = sorted(
+        (q, str(r), tuple(_node_ids(r.source_nodes)))
+        for q, r in zip(questions, responses, strict=True)
+    )
+    got = sorted(
+        (r.request.question, r.request.answer, tuple(ref.id for ref in r.request.references))
+        for r in results
+    )
+    assert got == expected
     _assert_no_state(capture)
 
 
@@ -323,6 +369,24 @@ def test_streamed_chat_turn_is_checked_once_the_stream_is_read(
     _assert_no_state(capture)
 
 
+def test_async_streamed_chat_turn_is_checked_once_the_stream_is_read(
+    index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    chat = index.as_chat_engine(chat_mode="context", llm=MockLLM(), similarity_top_k=1)
+
+    async def converse() -> tuple[str, Any]:
+        reply = await chat.astream_chat("How long is the Nile?")
+        text = "".join([token async for token in reply.async_response_gen()])
+        return text, reply
+
+    text, reply = asyncio.run(converse())
+    [result] = _results(monitor, sink)
+    assert result.request.question == "How long is the Nile?"
+    assert result.request.answer == text
+    assert [r.id for r in result.request.references] == _node_ids(reply.source_nodes)
+    _assert_no_state(capture)
+
+
 def test_chat_without_retrieval_is_counted_as_having_no_references(
     capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
 ) -> None:
@@ -432,6 +496,7 @@ def test_nothing_is_captured_after_uninstrumenting(
     assert monitor.stats.snapshot() == {}
 
 
+@pytest.mark.slow
 def test_per_query_state_is_empty_after_ten_thousand_queries(
     index: VectorStoreIndex, embedded_checker: EmbeddedChecker
 ) -> None:
@@ -440,12 +505,12 @@ def test_per_query_state_is_empty_after_ten_thousand_queries(
         capture = instrument_llamaindex(monitor)
         try:
             plain = index.as_query_engine(
-                llm=MockLLM(), similarity_top_k=1, response_mode="simple_summarize"
+                llm=MockLLM(), similarity_top_k=1, response_mode="generation"
             )
             streamed = index.as_query_engine(
                 llm=MockLLM(),
                 similarity_top_k=1,
-                response_mode="simple_summarize",
+                response_mode="generation",
                 streaming=True,
             )
             failing = index.as_query_engine(

@@ -1,0 +1,96 @@
+"""Watch a LlamaIndex RAG app: every query and chat turn is checked in the background.
+
+A `VectorStoreIndex` over the passages of `rag_examples.json`, embedded offline with the
+bundled MiniLM model. The LLM is LlamaIndex's `MockLLM`, which answers with its own prompt
+(so its answers restate the retrieved passages), unless `OPENAI_API_KEY` is set and
+`llama-index-llms-openai` is installed: then a real model answers. One line,
+`instrument_llamaindex(monitor)`, attaches the monitor to every engine; the app code is
+plain LlamaIndex. Runs offline.
+
+    python examples/llamaindex_quickstart.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from llama_index.core import Document, PromptTemplate, VectorStoreIndex
+from llama_index.core.llms import MockLLM
+from quickstart import print_result
+
+from refcheck_callbacks import CheckResult, RefCheckMonitor
+from refcheck_callbacks.check.embedded import EmbeddedChecker
+from refcheck_callbacks.check.encoder import SentenceEncoder
+from refcheck_callbacks.integrations.llamaindex import (
+    instrument_llamaindex,
+    uninstrument_llamaindex,
+)
+from refcheck_callbacks.integrations.llamaindex_embeddings import SentenceEncoderEmbedding
+
+EXAMPLES = Path(__file__).with_name("rag_examples.json")
+# A short prompt keeps MockLLM's echoed answers readable.
+QA_PROMPT = PromptTemplate("{context_str}\n\nQuestion: {query_str}\n")
+
+
+def _llm() -> Any:
+    """A real model when a key and its LlamaIndex package are there; MockLLM otherwise."""
+    if os.environ.get("OPENAI_API_KEY") and importlib.util.find_spec("llama_index.llms.openai"):
+        from llama_index.llms.openai import OpenAI
+
+        print("LLM: OpenAI gpt-4o-mini (OPENAI_API_KEY is set)")
+        return OpenAI(model="gpt-4o-mini")
+    print("LLM: LlamaIndex MockLLM - it answers with its prompt, i.e. the retrieved passages.")
+    print("     Set OPENAI_API_KEY and `pip install llama-index-llms-openai` for real answers.")
+    return MockLLM()
+
+
+def _documents() -> tuple[list[Document], list[str]]:
+    examples = json.loads(EXAMPLES.read_text(encoding="utf-8"))
+    documents = [
+        Document(text=ref["text"], id_=ref["id"], metadata={"source": ref["id"]})
+        for example in examples
+        for ref in example["references"]
+    ]
+    return documents, [example["question"] for example in examples]
+
+
+def main() -> None:
+    encoder = SentenceEncoder()  # one copy of MiniLM for the index and the checker
+    results: list[CheckResult] = []
+    with RefCheckMonitor(checker=EmbeddedChecker(encoder=encoder), on_result=results.append) as m:
+        instrument_llamaindex(m)
+        documents, questions = _documents()
+        index = VectorStoreIndex.from_documents(
+            documents, embed_model=SentenceEncoderEmbedding(encoder)
+        )
+        llm = _llm()
+        engine = index.as_query_engine(llm=llm, similarity_top_k=2, text_qa_template=QA_PROMPT)
+        for question in questions[:-1]:
+            engine.query(question)
+
+        streaming = index.as_query_engine(
+            llm=llm, similarity_top_k=2, text_qa_template=QA_PROMPT, streaming=True
+        )
+        answer = streaming.query(questions[-1])
+        "".join(answer.response_gen)  # a streamed answer is checked once it has been read
+
+        chat = index.as_chat_engine(chat_mode="context", llm=llm, similarity_top_k=1)
+        chat.chat("Who designed the Eiffel Tower?")
+
+        m.flush()
+        uninstrument_llamaindex()
+        for result in sorted(results, key=lambda r: r.request.submitted_at):
+            print_result(result)
+            sources = ", ".join(
+                str(ref.metadata.get("source")) for ref in result.request.references
+            )
+            print(f"   references: {sources}")
+        print(f"\nnot checked: {m.stats.snapshot() or 'nothing'}")
+
+
+if __name__ == "__main__":
+    main()
