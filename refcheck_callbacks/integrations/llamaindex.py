@@ -14,8 +14,8 @@ root*; every span opened beneath it is aliased to it (`RunStates`). Then:
 - the answer is the last `QueryEndEvent` / `SynthesizeEndEvent` response under the root;
 - the model is the first named one an LLM call under the root reports;
 - when the root span exits, the answer is submitted to the monitor. A streamed answer is
-  submitted once the app has read the stream to its end; a stream abandoned half-way is
-  counted, one never read is freed after `stream_ttl` and counted.
+  submitted once the app has read the stream to its end; a stream abandoned half-way or
+  failing is counted, one never read is freed after `stream_ttl` and counted.
 
 Every handler body is O(1) in the app's work (O(nodes) for a retrieval), takes no I/O, is
 guarded, and counts what it skips or fails in `monitor.stats`.
@@ -252,34 +252,44 @@ class QueryCapture:
     # -- streams ---------------------------------------------------------------------------
 
     def _tee(self, tokens: Iterator[str], stream: _Stream) -> Iterator[str]:
-        completed = False
+        ending = "stream_incomplete"
         try:
             for token in tokens:
                 stream.parts.append(token)
                 yield token
-            completed = True
+            ending = ""
+        except Exception:
+            ending = "stream_error"
+            raise
         finally:
-            self._stream_ended(stream, completed)
+            self._stream_ended(stream, ending)
 
     async def _atee(self, tokens: AsyncIterator[str], stream: _Stream) -> AsyncIterator[str]:
-        completed = False
+        ending = "stream_incomplete"
         try:
             async for token in tokens:
                 stream.parts.append(token)
                 yield token
-            completed = True
+            ending = ""
+        except Exception:
+            ending = "stream_error"
+            raise
         finally:
-            self._stream_ended(stream, completed)
+            self._stream_ended(stream, ending)
 
-    def _stream_ended(self, stream: _Stream, completed: bool) -> None:
-        """Submit once both the stream is read and its root has returned, whichever is last."""
+    def _stream_ended(self, stream: _Stream, failure: str) -> None:
+        """Submit once both the stream is read and its root has returned, whichever is last.
+
+        `failure` is empty when the stream was read to its end, else the reason to count:
+        closed early ("stream_incomplete") or raised ("stream_error").
+        """
         try:
             query = self._runs.get(stream.root) if self._active else None
             if query is None or query.answer is not stream:
                 return
-            if not completed:
+            if failure:
                 if self._runs.pop(stream.root) is not None:
-                    self.monitor.record(Tally.SKIPPED, "stream_incomplete")
+                    self.monitor.record(Tally.SKIPPED, failure)
                 return
             with self._lock:
                 stream.done = True

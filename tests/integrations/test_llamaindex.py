@@ -16,7 +16,13 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.llms import LLMMetadata, MockLLM
+from llama_index.core.llms import (
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+    MockLLM,
+)
+from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine, RouterQueryEngine
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
@@ -223,6 +229,33 @@ def test_stream_abandoned_half_way_is_counted_not_checked(
 
     assert _results(monitor, sink) == []
     assert monitor.stats.get(Tally.SKIPPED, "stream_incomplete") == 1
+    _assert_no_state(capture)
+
+
+class _BreakingStreamLLM(MockLLM):
+    """MockLLM whose stream fails after its first token, as a dropped connection does."""
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        def tokens() -> CompletionResponseGen:
+            yield CompletionResponse(text=prompt[:5], delta=prompt[:5])
+            raise ConnectionError("the model server went away")
+
+        return tokens()
+
+
+def test_stream_that_fails_is_counted_and_the_error_reaches_the_app(
+    index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    engine = index.as_query_engine(llm=_BreakingStreamLLM(), similarity_top_k=1, streaming=True)
+    response = engine.query("How tall is the Eiffel Tower?")
+    with pytest.raises(ConnectionError, match="went away"):
+        "".join(response.response_gen)
+
+    assert _results(monitor, sink) == []
+    assert monitor.stats.get(Tally.SKIPPED, "stream_error") == 1
     _assert_no_state(capture)
 
 
