@@ -3,5 +3,6 @@
 from refcheck_callbacks.check.base import Checker, SyncChecker
 from refcheck_callbacks.check.embedded import EmbeddedChecker
 from refcheck_callbacks.check.llm import LLMChecker
+from refcheck_callbacks.check.nli import NLIChecker
 
-__all__ = ["Checker", "EmbeddedChecker", "LLMChecker", "SyncChecker"]
+__all__ = ["Checker", "EmbeddedChecker", "LLMChecker", "NLIChecker", "SyncChecker"]
