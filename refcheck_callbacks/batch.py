@@ -205,9 +205,8 @@ class BatchRun:
     ) -> None:
         self.options = options
         self.extractor = extractor
-        self.checker = checker
-        self.errors = errors or sys.stderr
         self.summary = Summary()
+        self.progress = Progress(0, options.mode.value, errors or sys.stderr, options.progress)
         timeouts = StageTimeouts(extract=options.stage_timeout, check=options.stage_timeout)
         self.pipeline = (
             Pipeline(extractor, checker, options.aggregator, timeouts=timeouts)
@@ -229,7 +228,8 @@ class BatchRun:
             _restore_working_file(options.output, working)
             done = done_indexes(working)
         self.summary.already_done = len(done)
-        progress = Progress(total, options.mode.value, self.errors, enabled=options.progress)
+        progress = self.progress
+        progress.total = total
         progress.advance(len(done))
         with working.open("a" if options.resume else "w", encoding="utf-8") as sink:
             pending: list[_Pending] = []
@@ -255,7 +255,7 @@ class BatchRun:
         if not batch:
             return 0
         mode = self.options.mode
-        requests = [to_request(p.record, mode, p.index) for p in batch]
+        requests = [to_request(p.record, mode) for p in batch]
         lines: list[str] = []
         if self.pipeline is None:
             extractions = await extract_each(self.extractor, requests, self.options.stage_timeout)
@@ -268,7 +268,13 @@ class BatchRun:
                 )
                 lines.append(json.dumps(record, ensure_ascii=False))
         else:
-            results = await self.pipeline.run(requests)
+            try:
+                results = await self.pipeline.run(requests)
+            except Exception as exc:
+                # The pipeline keeps failures per request; this is a bug of ours, not the data's.
+                for pending in batch:
+                    self._skip(pending.index, f"internal error: {exc!r}")
+                return len(batch)
             for pending, result in zip(batch, results, strict=True):
                 if result.outcome not in _WRITTEN:
                     self._skip(pending.index, f"{result.outcome.value}: {result.message}")
@@ -286,5 +292,4 @@ class BatchRun:
     def _skip(self, index: int, reason: str) -> None:
         self.summary.skipped.append((index, reason))
         with contextlib.suppress(OSError):
-            self.errors.write(f"refcheck: record {index} skipped: {reason}\n")
-            self.errors.flush()
+            self.progress.note(f"refcheck: record {index} skipped: {reason}")

@@ -46,6 +46,12 @@ class Progress:
             self._last_shown = now
             self._show(now)
 
+    def note(self, message: str) -> None:
+        """A message on its own line, even while a terminal bar is being redrawn."""
+        prefix = "\r\033[K" if self.enabled and self._interactive else ""
+        self.stream.write(f"{prefix}{message}\n")
+        self.stream.flush()
+
     def close(self) -> None:
         """Show the final state and end the line."""
         self._show(time.monotonic())

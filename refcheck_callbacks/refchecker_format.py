@@ -119,7 +119,7 @@ def _claim(claim: str | list[str]) -> Claim:
     return Claim(text=triplet.as_text(), triplet=triplet)
 
 
-def to_request(record: RefCheckerRecord, mode: Mode, index: int) -> CheckRequest:
+def to_request(record: RefCheckerRecord, mode: Mode) -> CheckRequest:
     """The request the pipeline checks; given claims are used only by `check`."""
     passages = [record.reference] if isinstance(record.reference, str) else record.reference
     return CheckRequest(
@@ -133,7 +133,6 @@ def to_request(record: RefCheckerRecord, mode: Mode, index: int) -> CheckRequest
         claims=[_claim(c) for c in record.claims]
         if mode is Mode.CHECK and record.claims is not None
         else None,
-        metadata={"index": index},
     )
 
 
