@@ -180,7 +180,8 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )  # fmt: skip
     parser.add_argument(
         "--output-dir", type=Path, default=Path("bench-results"),
-        help="where bench.json and bench.html go (default: ./bench-results)",
+        help="where bench.json, bench.html and bench.md (the summary table) go "
+        "(default: ./bench-results)",
     )  # fmt: skip
     parser.add_argument(
         "--batch-size", type=int, default=64, help="claims per checker call (default: 64)"
@@ -291,7 +292,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if not outcome.results:
         return _fail("no dataset could be loaded; see the messages above", EXIT_FAILED)
-    print(f"refcheck: wrote {outcome.json_path} and {outcome.html_path}", file=sys.stderr)
+    print(f"refcheck: wrote {outcome.json_path}, {outcome.html_path} and bench.md", file=sys.stderr)
     return EXIT_OK
 
 

@@ -23,6 +23,19 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _headline(scores: CheckerScores) -> list[float | None]:
+    """The numbers of the summary tables, in their column order."""
+    three, binary, response = scores.three_way, scores.binary, scores.response_level
+    return [
+        three.accuracy if three else None,
+        three.macro_f1 if three else None,
+        binary.balanced_accuracy if binary else None,
+        binary.auroc if binary else None,
+        response.pearson if response else None,
+        response.spearman if response else None,
+    ]
+
+
 def _summary_table(result: DatasetResult) -> str:
     head = (
         "<tr><th>checker</th><th>claims</th><th>failed</th><th>claims/s</th>"
@@ -31,15 +44,7 @@ def _summary_table(result: DatasetResult) -> str:
     )
     rows = []
     for scores in result.checkers:
-        three, binary, response = scores.three_way, scores.binary, scores.response_level
-        cells = [
-            three.accuracy if three else None,
-            three.macro_f1 if three else None,
-            binary.balanced_accuracy if binary else None,
-            binary.auroc if binary else None,
-            response.pearson if response else None,
-            response.spearman if response else None,
-        ]
+        cells = _headline(scores)
         rows.append(
             f"<tr><td>{escape(scores.checker)}</td><td>{scores.examples}</td>"
             f"<td>{scores.failed}</td><td>{scores.claims_per_second:.1f}</td>"
@@ -106,6 +111,23 @@ def _dataset_section(result: DatasetResult) -> str:
         f'<p class="note">{result.examples} labelled claims.</p>'
         f"{_summary_table(result)}{tables}{_plots(result)}</section>"
     )
+
+
+def render_markdown(report: BenchReport) -> str:
+    """The summary table as Markdown, one row per (dataset, checker), for docs and PRs."""
+    lines = [
+        "| dataset | checker | claims | failed | accuracy (3-way) | macro-F1 (3-way) "
+        "| balanced acc. | AUROC | Pearson (resp.) | Spearman (resp.) | claims/s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for result in report.datasets:
+        for scores in result.checkers:
+            cells = " | ".join(_number(value) for value in _headline(scores))
+            lines.append(
+                f"| {result.dataset} | {scores.checker} | {scores.examples} | {scores.failed} "
+                f"| {cells} | {scores.claims_per_second:.1f} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def render_html(report: BenchReport) -> str:

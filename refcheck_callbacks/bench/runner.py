@@ -297,7 +297,7 @@ def _default_data_dir() -> str:
 
 def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutcome:
     """Score every checker on every dataset that loads; write bench.json and bench.html."""
-    from refcheck_callbacks.bench.report import render_html
+    from refcheck_callbacks.bench.report import render_html, render_markdown
 
     unavailable: dict[str, str] = {}
     results = []
@@ -323,4 +323,5 @@ def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutco
     html_path = options.output_dir / "bench.html"
     json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
     html_path.write_text(render_html(report), encoding="utf-8")
+    (options.output_dir / "bench.md").write_text(render_markdown(report), encoding="utf-8")
     return BenchOutcome(report, json_path, html_path, results)

@@ -59,6 +59,8 @@ def test_bench_scores_every_loadable_dataset(bench_run: Path) -> None:
         binary = scores["binary"]
         assert binary is not None and 0.0 <= binary["balanced_accuracy"] <= 1.0
         assert sum(map(sum, binary["confusion"])) == binary["examples"]
+    table = (bench_run / "bench.md").read_text(encoding="utf-8").splitlines()
+    assert [row.split(" | ")[0].lstrip("| ") for row in table[2:]] == list(DATASET_NAMES)
     by_name = {d["dataset"]: d["checkers"][0] for d in report["datasets"]}
     assert by_name["climate_fever"]["three_way"]["macro_f1"] >= 0.0
     assert by_name["summedits"]["three_way"] is None, "summedits labels are binary"
