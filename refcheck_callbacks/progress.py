@@ -37,6 +37,7 @@ class Progress:
         self._log_interval = log_interval
         self._started = time.monotonic()
         self._last_shown = self._started
+        self._shown_done = -1
 
     def advance(self, count: int = 1) -> None:
         self.done += count
@@ -53,8 +54,9 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
-        """Show the final state and end the line."""
-        self._show(time.monotonic())
+        """Show the final state (unless it is already shown) and end the line."""
+        if self._shown_done != self.done:
+            self._show(time.monotonic())
         if self.enabled and self._interactive:
             self.stream.write("\n")
             self.stream.flush()
@@ -73,6 +75,7 @@ class Progress:
     def _show(self, now: float) -> None:
         if not self.enabled:
             return
+        self._shown_done = self.done
         text = self.line(now)
         self.stream.write(f"\r{text}" if self._interactive else f"{text}\n")
         self.stream.flush()
