@@ -208,6 +208,7 @@ class RefCheckMonitor:
             answer, references, question, claims, trace_context, metadata, model, response_id
         )
         if isinstance(request, CheckResult):
+            self._deliver([request])
             return request
         if self._shut_down or self._worker.in_worker_thread:
             return self._refused(request)
@@ -230,6 +231,7 @@ class RefCheckMonitor:
             answer, references, question, claims, trace_context, metadata, model, response_id
         )
         if isinstance(request, CheckResult):
+            self._deliver([request])
             return request
         if self._shut_down or self._worker.in_worker_thread:
             return self._refused(request)

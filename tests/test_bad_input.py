@@ -97,9 +97,10 @@ def test_a_refusal_only_answer_abstains(monitor: RefCheckMonitor) -> None:
     assert result.ratios is None
 
 
-def test_an_unreadable_trace_context_is_invalid_input(monitor: RefCheckMonitor) -> None:
+def test_an_unreadable_trace_context_is_invalid_input(monitor: RefCheckMonitor, sink) -> None:
     result = monitor.check(answer="x y z", references=[REFERENCE], trace_context="not-a-context")
     assert result.outcome is Outcome.INVALID_INPUT
+    assert sink.results == [result], "hooks and exporters must see invalid input too"
     assert result.error_type == "ValidationError"
     assert "could not be read" in (result.message or "")
 
