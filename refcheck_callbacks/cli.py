@@ -273,6 +273,8 @@ def _indexes(indexes: Sequence[int], shown: int = 20) -> str:
 def _run_bench(args: argparse.Namespace) -> int:
     from refcheck_callbacks.bench.runner import BenchOptions, run_bench
 
+    if (args.limit is not None and args.limit < 1) or args.batch_size < 1:
+        return _fail("--limit and --batch-size must be at least 1")
     specs = args.checker or ["embedded"]
     try:
         checkers = {spec: build_checker(spec) for spec in specs}

@@ -130,6 +130,18 @@ def test_a_bad_spec_on_the_command_line_exits_2_with_the_reason(
     assert "input file not found" in capsys.readouterr().err
 
 
+def test_bench_refuses_nonsense_options_and_unknown_datasets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "--dataset", "wice", "--limit", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err
+    status = main(["bench", "--dataset", "no_such_set", "--output-dir", str(tmp_path)])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "dataset no_such_set skipped: unknown dataset" in err
+    assert "no dataset could be loaded" in err
+
+
 def test_a_file_that_is_not_json_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
