@@ -7,6 +7,7 @@ already loads, so the weights sit in memory once.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from refcheck_callbacks._optional import MissingExtraError
@@ -26,8 +27,8 @@ class SentenceEncoderEmbedding(BaseEmbedding):
     """all-MiniLM-L6-v2 sentence embeddings (384 dimensions, unit length) for LlamaIndex.
 
     Pass an existing `SentenceEncoder` to share its weights and cache; by default one is
-    loaded from the bundled model. Encoding runs on the calling thread: async methods are
-    thin wrappers because LlamaIndex calls them for single short texts.
+    loaded from the bundled model. The async methods encode in a worker thread, so an async
+    app's event loop keeps serving other requests meanwhile.
     """
 
     _encoder: SentenceEncoder = PrivateAttr()
@@ -45,7 +46,13 @@ class SentenceEncoderEmbedding(BaseEmbedding):
         return self._get_text_embeddings([query])[0]
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._get_text_embeddings, texts)
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]

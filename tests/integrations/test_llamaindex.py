@@ -277,6 +277,24 @@ def test_stream_never_read_is_freed_after_the_ttl(
         uninstrument_llamaindex()
 
 
+def test_open_queries_beyond_the_limit_drop_the_oldest_and_are_counted(
+    index: VectorStoreIndex, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    capture = instrument_llamaindex(monitor, max_open_queries=2)
+    try:
+        engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=1, streaming=True)
+        first, second, third = (engine.query(q) for q in ("Eiffel?", "Nile?", "Everest?"))
+        assert capture.open_queries == 2
+        assert monitor.stats.get(Tally.DROPPED, "run_overflow") == 1
+        "".join(first.response_gen)  # evicted: reading it later checks nothing
+        "".join(second.response_gen)
+        "".join(third.response_gen)
+        assert sorted(r.request.question for r in _results(monitor, sink)) == ["Everest?", "Nile?"]
+        _assert_no_state(capture)
+    finally:
+        uninstrument_llamaindex()
+
+
 def test_fifty_concurrent_aqueries_each_get_one_result_with_their_own_nodes(
     embed_model: SentenceEncoderEmbedding,
     capture: QueryCapture,
@@ -292,12 +310,24 @@ def test_fifty_concurrent_aqueries_each_get_one_result_with_their_own_nodes(
         llm=MockLLM(), similarity_top_k=2
     )
 
+    most_open = 0
+
+    async def watch() -> None:
+        nonlocal most_open
+        while True:
+            most_open = max(most_open, capture.open_queries)
+            await asyncio.sleep(0)
+
     async def ask_all() -> list[Any]:
-        return list(
-            await asyncio.gather(*(engine.aquery(f"How many people live in {c}?") for c in cities))
+        watcher = asyncio.create_task(watch())
+        responses = await asyncio.gather(
+            *(engine.aquery(f"How many people live in {c}?") for c in cities)
         )
+        watcher.cancel()
+        return list(responses)
 
     responses = asyncio.run(ask_all())
+    assert most_open > 1, "the queries really ran interleaved"
     results = _results(monitor, sink)
     assert len(results) == 50
     by_question = {r.request.question: r.request for r in results}
@@ -514,6 +544,27 @@ def test_instrumenting_twice_registers_once(
     finally:
         uninstrument_llamaindex()
     assert _ours_on_root() == (0, 0)
+
+
+def test_instrumenting_again_moves_capture_to_the_new_monitor(
+    index: VectorStoreIndex, embedded_checker: EmbeddedChecker, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    later: list[CheckResult] = []
+    with RefCheckMonitor(checker=embedded_checker, on_result=later.append) as other:
+        try:
+            instrument_llamaindex(monitor)
+            engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=1, streaming=True)
+            pending = engine.query("How long is the Nile?")
+            instrument_llamaindex(other)
+            assert _ours_on_root() == (1, 1)
+            assert monitor.stats.get(Tally.SKIPPED, "uninstrumented") == 1
+            "".join(pending.response_gen)
+            index.as_query_engine(llm=MockLLM(), similarity_top_k=1).query("How high is Everest?")
+            assert other.flush(timeout=120)
+        finally:
+            uninstrument_llamaindex()
+    assert [r.request.question for r in later] == ["How high is Everest?"]
+    assert _results(monitor, sink) == []
 
 
 def test_nothing_is_captured_after_uninstrumenting(
