@@ -7,6 +7,7 @@ Every engine is LlamaIndex's own: a `VectorStoreIndex` over MiniLM embeddings, `
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,7 +25,12 @@ from llama_index.core.llms import (
 )
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.query_engine import RetrieverQueryEngine, RouterQueryEngine
+from llama_index.core.query_engine import (
+    RetrieverQueryEngine,
+    RouterQueryEngine,
+    SubQuestionQueryEngine,
+)
+from llama_index.core.question_gen import LLMQuestionGenerator
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.selectors import EmbeddingSingleSelector
@@ -394,6 +400,44 @@ def test_router_is_one_query_with_the_routed_engines_nodes(
     assert result.request.question == "How long is the river Nile?"
     assert result.request.answer == str(response)
     assert [r.metadata["topic"] for r in result.request.references] == ["nature"]
+    _assert_no_state(capture)
+
+
+def test_sub_questions_are_one_query_with_the_union_of_their_retrievals(
+    embed_model: SentenceEncoderEmbedding,
+    capture: QueryCapture,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    tools = [
+        QueryEngineTool.from_defaults(
+            VectorStoreIndex.from_documents(docs, embed_model=embed_model).as_query_engine(
+                llm=MockLLM(), similarity_top_k=1
+            ),
+            name=name,
+            description=name,
+        )
+        for docs, name in [(LANDMARKS, "landmarks"), (NATURE, "nature")]
+    ]
+    # MockLLM answers with its prompt: a prompt that is the plan makes it the generated plan.
+    plan = json.dumps(
+        [
+            {"sub_question": "How tall is the Eiffel Tower?", "tool_name": "landmarks"},
+            {"sub_question": "How long is the Nile?", "tool_name": "nature"},
+        ]
+    )
+    engine = SubQuestionQueryEngine.from_defaults(
+        query_engine_tools=tools,
+        question_gen=LLMQuestionGenerator.from_defaults(llm=MockLLM(), prompt_template_str=plan),
+        llm=MockLLM(),
+        use_async=False,
+    )
+    response = engine.query("Which is longer, the Eiffel Tower or the Nile?")
+
+    [result] = _results(monitor, sink)
+    assert result.request.question == "Which is longer, the Eiffel Tower or the Nile?"
+    assert result.request.answer == str(response)
+    assert [r.metadata["topic"] for r in result.request.references] == ["landmarks", "nature"]
     _assert_no_state(capture)
 
 
