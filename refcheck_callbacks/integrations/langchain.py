@@ -376,6 +376,8 @@ def _add_global_handler(manager: Any) -> None:
         if not any(isinstance(h, RefCheckCallbackHandler) for h in manager.handlers):
             manager.add_handler(handler, inherit=True)
     except Exception:
+        with contextlib.suppress(Exception):
+            handler.monitor.record(Tally.ERRORS, "langchain_callback")
         logger.exception("refcheck: could not attach to a LangChain callback manager")
 
 
