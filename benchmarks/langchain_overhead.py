@@ -31,6 +31,7 @@ import random
 import statistics
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -132,7 +133,8 @@ def percentile(values: list[float], q: float) -> float:
 def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
     encoder = SentenceEncoder()  # the chain's own: the checker's encoder lock is not shared
     chain = build_chain(encoder)
-    monitor = RefCheckMonitor()
+    outcomes: Counter[str] = Counter()
+    monitor = RefCheckMonitor(on_result=lambda result: outcomes.update([result.outcome.value]))
     ours = RefCheckCallbackHandler(monitor)
     theirs, provider = openinference_tracer()
     ways: dict[str, Callable[[str], object]] = {
@@ -154,10 +156,14 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
             if i >= warmup:
                 times[name].append(elapsed_us)
     stats = monitor.stats.snapshot()
-    checked = monitor.flush(60)
+    during = dict(outcomes)
+    flushed = monitor.flush(120)
     monitor.shutdown()
     provider.shutdown()
-    return report(times, iterations, stats, checked, ours.pending_runs)
+    result = report(times, iterations, stats, flushed, ours.pending_runs)
+    result["monitor"]["outcomes_while_timing"] = during
+    result["monitor"]["outcomes"] = dict(outcomes)
+    return result
 
 
 def report(
@@ -217,7 +223,9 @@ def print_report(result: dict[str, Any]) -> None:
         print(f"  ours / openinference, added {key}: {shown}")
     own = result["added"]["ours"]["median_us"] - result["added"]["noop"]["median_us"]
     print(f"  ours beyond LangChain's own dispatch (ours - noop), median: {own:.1f}")
-    print(f"  monitor counts meanwhile: {result['monitor']['counts']}")
+    monitor = result["monitor"]
+    print(f"  background results while timing: {monitor['outcomes_while_timing']}")
+    print(f"  all results: {monitor['outcomes']}; not checked: {monitor['counts'] or 'none'}")
 
 
 def main() -> None:
