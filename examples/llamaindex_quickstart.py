@@ -18,8 +18,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llama_index.core import Document, PromptTemplate, VectorStoreIndex
+from llama_index.core import PromptTemplate, VectorStoreIndex
 from llama_index.core.llms import MockLLM
+from llama_index.core.schema import TextNode
 from quickstart import print_result
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
@@ -48,14 +49,15 @@ def _llm() -> Any:
     return MockLLM()
 
 
-def _documents() -> tuple[list[Document], list[str]]:
+def _passages() -> tuple[list[TextNode], list[str]]:
+    """One node per passage, keeping its id, so verdicts name the passage they rest on."""
     examples = json.loads(EXAMPLES.read_text(encoding="utf-8"))
-    documents = [
-        Document(text=ref["text"], id_=ref["id"], metadata={"source": ref["id"]})
+    nodes = [
+        TextNode(text=ref["text"], id_=ref["id"])
         for example in examples
         for ref in example["references"]
     ]
-    return documents, [example["question"] for example in examples]
+    return nodes, [example["question"] for example in examples]
 
 
 def main() -> None:
@@ -63,10 +65,8 @@ def main() -> None:
     results: list[CheckResult] = []
     with RefCheckMonitor(checker=EmbeddedChecker(encoder=encoder), on_result=results.append) as m:
         instrument_llamaindex(m)
-        documents, questions = _documents()
-        index = VectorStoreIndex.from_documents(
-            documents, embed_model=SentenceEncoderEmbedding(encoder)
-        )
+        nodes, questions = _passages()
+        index = VectorStoreIndex(nodes, embed_model=SentenceEncoderEmbedding(encoder))
         llm = _llm()
         engine = index.as_query_engine(llm=llm, similarity_top_k=2, text_qa_template=QA_PROMPT)
         for question in questions[:-1]:
@@ -85,10 +85,7 @@ def main() -> None:
         uninstrument_llamaindex()
         for result in sorted(results, key=lambda r: r.request.submitted_at):
             print_result(result)
-            sources = ", ".join(
-                str(ref.metadata.get("source")) for ref in result.request.references
-            )
-            print(f"   references: {sources}")
+            print(f"   references: {', '.join(str(r.id) for r in result.request.references)}")
         print(f"\nnot checked: {m.stats.snapshot() or 'nothing'}")
 
 
