@@ -12,7 +12,8 @@ root*; every span opened beneath it is aliased to it (`RunStates`). Then:
   sub-questions, chat context + condense) give the union, deduplicated by node id;
 - the question is the first `QueryStartEvent` under the root, or the chat message;
 - the answer is the last `QueryEndEvent` / `SynthesizeEndEvent` response under the root;
-- the model is the first named one an LLM call under the root reports;
+- the model is the first named one an LLM call under the root reports, and the app's
+  `instrument_tags` at the root's start become the request's metadata;
 - when the root span exits, the answer is submitted to the monitor. A streamed answer is
   submitted once the app has read the stream to its end; a stream abandoned half-way or
   failing is counted, one never read is freed after `stream_ttl` and counted.
@@ -95,6 +96,8 @@ class _Query:
     """What one query root has captured so far."""
 
     trace_context: TraceContext | None
+    tags: dict[str, Any]
+    """The app's `instrument_tags` at query start: they become the request's metadata."""
     question: Any = None
     nodes: list[Any] = field(default_factory=list)
     """`NodeWithScore` of every retrieval under the root, in order, duplicates included."""
@@ -179,7 +182,12 @@ class QueryCapture:
     # -- spans -----------------------------------------------------------------------------
 
     def span_entered(
-        self, span_id: str, parent_id: str | None, instance: Any, arguments: dict[str, Any]
+        self,
+        span_id: str,
+        parent_id: str | None,
+        instance: Any,
+        arguments: dict[str, Any],
+        tags: dict[str, Any] | None,
     ) -> None:
         if parent_id is not None and self._runs.alias(span_id, parent_id) is not None:
             return
@@ -190,7 +198,7 @@ class QueryCapture:
         else:
             return
         if is_root:
-            query = _Query(trace_context=current_trace_context())
+            query = _Query(trace_context=current_trace_context(), tags=dict(tags or {}))
             query.question = arguments.get("message")
             self._runs.start(span_id, query)
 
@@ -317,6 +325,7 @@ class QueryCapture:
             answer=answer,
             references=_references(query.nodes),
             trace_context=query.trace_context,
+            metadata=query.tags,
             model=query.model,
         )
 
@@ -369,7 +378,7 @@ class RefCheckSpanHandler(BaseSpanHandler[BaseSpan]):
     ) -> None:
         if (capture := self.capture) is not None:
             try:
-                capture.span_entered(id_, parent_id, instance, bound_args.arguments)
+                capture.span_entered(id_, parent_id, instance, bound_args.arguments, tags)
             except Exception:
                 capture.record_failure()
 

@@ -17,6 +17,7 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.llms import (
     CompletionResponse,
     CompletionResponseGen,
@@ -148,6 +149,17 @@ class _NamedMockLLM(MockLLM):
     @property
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(model_name="mock-large")
+
+
+def test_instrument_tags_become_the_request_metadata(
+    index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=1)
+    with instrument_tags({"session": "s-42", "tenant": "acme"}):
+        engine.query("How long is the Nile?")
+
+    [result] = _results(monitor, sink)
+    assert result.request.metadata == {"session": "s-42", "tenant": "acme"}
 
 
 def test_the_model_named_by_the_llm_is_submitted(
