@@ -13,6 +13,10 @@ shared machine fall on all three alike:
 - openinference: `openinference-instrumentation-langchain`'s tracer alone, exporting spans
   through a `BatchSpanProcessor` (the production setup) to an exporter that discards them.
 
+A second measure takes LangChain out: the callbacks of one invoke are recorded and replayed
+straight into each handler (fresh run ids each time), interleaved, which times the handlers'
+own code alone.
+
 Both handlers are passed in `config["callbacks"]`, so the chain, the order and the callback
 machinery are the same for both; only the handler differs. The retriever's query embeddings
 come from the encoder's cache after the warm-up, so the chain itself costs little and the
@@ -30,6 +34,7 @@ import os
 import random
 import statistics
 import time
+import uuid
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -91,6 +96,67 @@ class _NoopHandler(BaseCallbackHandler):
 
     def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
         """Defined so LangChain does not fall back to `on_llm_start` with stringified messages."""
+
+
+class _Recorder(BaseCallbackHandler):
+    """Records every callback LangChain makes during a run, to replay them on a handler."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith("on_"):
+            return object.__getattribute__(self, name)
+        calls = object.__getattribute__(self, "calls")
+        return lambda *args, **kwargs: calls.append((name, args, kwargs))
+
+
+Replay = list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]
+
+
+def replays(
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], handler: Any, count: int
+) -> list[Replay]:
+    """`count` copies of a recorded run tree bound to `handler`, each with fresh run ids."""
+    return [_replay(calls, handler, {}) for _ in range(count)]
+
+
+def _replay(calls: Any, handler: Any, fresh: dict[uuid.UUID, uuid.UUID]) -> Replay:
+    def new_id(old: uuid.UUID | None) -> uuid.UUID | None:
+        return None if old is None else fresh.setdefault(old, uuid.uuid4())
+
+    return [
+        (
+            getattr(handler, name),
+            args,
+            {
+                **kwargs,
+                "run_id": new_id(kwargs["run_id"]),
+                "parent_run_id": new_id(kwargs.get("parent_run_id")),
+            },
+        )
+        for name, args, kwargs in calls
+    ]
+
+
+def time_replays(
+    handlers: dict[str, Any], calls: Any, iterations: int, seed: int
+) -> dict[str, list[float]]:
+    """Microseconds per replayed run tree, the handlers interleaved in a shuffled order."""
+    prepared = {name: replays(calls, handler, iterations) for name, handler in handlers.items()}
+    times: dict[str, list[float]] = {name: [] for name in handlers}
+    order = list(handlers)
+    rng = random.Random(seed)
+    for i in range(iterations):
+        rng.shuffle(order)
+        for name in order:
+            start = time.perf_counter_ns()
+            for method, args, kwargs in prepared[name][i]:
+                method(*args, **kwargs)
+            times[name].append((time.perf_counter_ns() - start) / 1000)
+    return times
 
 
 class _DiscardingExporter(SpanExporter):
@@ -155,12 +221,28 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
             elapsed_us = (time.perf_counter_ns() - start) / 1000
             if i >= warmup:
                 times[name].append(elapsed_us)
+    recorder = _Recorder()
+    chain.invoke(QUESTIONS[0], config={"callbacks": [recorder]})
+    handler_times = time_replays(
+        {"ours": ours, "openinference": theirs}, recorder.calls, iterations, seed
+    )
     stats = monitor.stats.snapshot()
     during = dict(outcomes)
     flushed = monitor.flush(120)
     monitor.shutdown()
     provider.shutdown()
     result = report(times, iterations, stats, flushed, ours.pending_runs)
+    result["handler_only"] = {
+        "callbacks_per_run": len(recorder.calls),
+        **{
+            name: {"median_us": statistics.median(v), "p99_us": percentile(v, 0.99)}
+            for name, v in handler_times.items()
+        },
+    }
+    result["handler_only"]["ours_over_openinference"] = (
+        result["handler_only"]["ours"]["median_us"]
+        / result["handler_only"]["openinference"]["median_us"]
+    )
     result["monitor"]["outcomes_while_timing"] = during
     result["monitor"]["outcomes"] = dict(outcomes)
     return result
@@ -223,6 +305,13 @@ def print_report(result: dict[str, Any]) -> None:
         print(f"  ours / openinference, added {key}: {shown}")
     own = result["added"]["ours"]["median_us"] - result["added"]["noop"]["median_us"]
     print(f"  ours beyond LangChain's own dispatch (ours - noop), median: {own:.1f}")
+    only = result["handler_only"]
+    print(
+        f"handler bodies alone: one invoke's {only['callbacks_per_run']} callbacks replayed "
+        f"(us): ours median {only['ours']['median_us']:.1f} p99 {only['ours']['p99_us']:.1f}; "
+        f"openinference median {only['openinference']['median_us']:.1f} "
+        f"p99 {only['openinference']['p99_us']:.1f}; ratio {only['ours_over_openinference']:.2f}"
+    )
     monitor = result["monitor"]
     print(f"  background results while timing: {monitor['outcomes_while_timing']}")
     print(f"  all results: {monitor['outcomes']}; not checked: {monitor['counts'] or 'none'}")
