@@ -18,6 +18,10 @@ root*; every span opened beneath it is aliased to it (`RunStates`). Then:
   submitted once the app has read the stream to its end; a stream abandoned half-way or
   failing is counted, one never read is freed after `stream_ttl` and counted.
 
+The OpenTelemetry context is taken when the root starts, and again inside its body (its
+`QueryStartEvent`, or its first event when there was none at the start), where a tracer's
+span for the query is current whatever the order the handlers were registered in.
+
 Every handler body is O(1) in the app's work (O(nodes) for a retrieval), takes no I/O, is
 guarded, and counts what it skips or fails in `monitor.stats`.
 """
@@ -229,6 +233,10 @@ class QueryCapture:
         query = None if root is None else self._runs.get(root)
         if root is None or query is None:
             return
+        if query.trace_context is None or (kind is QueryStartEvent and event.span_id == root):
+            # Inside the root's body, a tracer registered after us (OpenInference) has made
+            # its span for the query current: prefer it, so the check joins that trace.
+            query.trace_context = current_trace_context() or query.trace_context
         if kind is RetrievalEndEvent:
             query.nodes.extend(event.nodes)
         elif kind is QueryStartEvent:

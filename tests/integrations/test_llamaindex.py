@@ -36,7 +36,10 @@ from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.selectors import EmbeddingSingleSelector
 from llama_index.core.tools import QueryEngineTool
+from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally
 from refcheck_callbacks.check.embedded import EmbeddedChecker
@@ -450,6 +453,43 @@ def test_sub_questions_are_one_query_with_the_union_of_their_retrievals(
     assert result.request.question == "Which is longer, the Eiffel Tower or the Nile?"
     assert result.request.answer == str(response)
     assert [r.metadata["topic"] for r in result.request.references] == ["landmarks", "nature"]
+    _assert_no_state(capture)
+
+
+@pytest.fixture
+def openinference_spans() -> Iterator[InMemorySpanExporter]:
+    """OpenInference's LlamaIndex tracer, registered after our handlers, into memory."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LlamaIndexInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    yield exporter
+    instrumentor.uninstrument()
+
+
+def test_checks_join_the_trace_of_a_tracer_registered_after_us(
+    index: VectorStoreIndex,
+    capture: QueryCapture,
+    openinference_spans: InMemorySpanExporter,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    response = index.as_query_engine(llm=MockLLM(), similarity_top_k=1).query("Nile length?")
+    index.as_chat_engine(chat_mode="context", llm=MockLLM()).chat("Everest height?")
+
+    by_question = {r.request.question: r.request for r in _results(monitor, sink)}
+    spans = openinference_spans.get_finished_spans()
+    [query_span] = [s for s in spans if s.name.endswith(".query")]
+    [chat_span] = [s for s in spans if s.name.endswith(".chat")]
+    query_context = by_question["Nile length?"].trace_context
+    assert query_context is not None
+    assert query_context.trace_id == format(query_span.context.trace_id, "032x")
+    assert query_context.span_id == format(query_span.context.span_id, "016x")
+    chat_context = by_question["Everest height?"].trace_context
+    assert chat_context is not None
+    assert chat_context.trace_id == format(chat_span.context.trace_id, "032x")
+    assert str(response) == by_question["Nile length?"].answer
     _assert_no_state(capture)
 
 
