@@ -4,11 +4,13 @@ Workload: a `VectorStoreIndex` over 6 short documents (bundled MiniLM embeddings
 text repeats, so its embedding comes from the encoder's cache), `as_query_engine()` with
 `MockLLM` and `similarity_top_k=2`. One query opens 14 LlamaIndex spans and 14 events.
 
-Four arms, interleaved round by round in a rotating order so drift in the shared machine's
+Five arms, interleaved round by round in a rotating order so drift in the shared machine's
 load hits all alike:
 - `plain`: no handlers beyond LlamaIndex's default null pair;
 - `noop_handlers`: one more null span + event handler pair: what LlamaIndex's dispatch to
   any handler pair costs, the floor under ours;
+- `openinference`: OpenInference's LlamaIndex tracer (spans recorded, exported nowhere), the
+  usual observability tool, for scale;
 - `capture`: our handlers, the monitor samples every answer out (everything but the enqueue);
 - `capture_submit`: our handlers, every answer enqueued for the background worker.
 Reported per query, in microseconds: median and p99 of each arm and what each adds to
@@ -43,6 +45,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.instrumentation import NullEventHandler, NullSpanHandler, get_dispatcher
 from llama_index.core.llms import MockLLM
+from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 
 from refcheck_callbacks import CheckRequest, RefCheckMonitor
 from refcheck_callbacks.check.embedded import EmbeddedChecker
@@ -134,6 +138,13 @@ def _noop() -> Arm:
         dispatcher.event_handlers = [h for h in dispatcher.event_handlers if h is not event_handler]
 
     return attach, detach
+
+
+def _openinference() -> Arm:
+    """OpenInference's LlamaIndex tracer; spans are recorded but go to no exporter."""
+    instrumentor = LlamaIndexInstrumentor()
+    provider = TracerProvider()
+    return lambda: instrumentor.instrument(tracer_provider=provider), instrumentor.uninstrument
 
 
 def end_to_end(engine: Any, arms: dict[str, Arm], rounds: int, per_round: int) -> dict[str, Any]:
@@ -268,6 +279,7 @@ def main() -> None:
         arms: dict[str, Arm] = {
             "plain": (lambda: None, lambda: None),
             "noop_handlers": _noop(),
+            "openinference": _openinference(),
             "capture": _ours(sampled_out),
             "capture_submit": _ours(submitting),
         }
