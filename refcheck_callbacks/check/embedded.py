@@ -1,117 +1,130 @@
-"""The offline default checker: MiniLM evidence retrieval plus lexical signals.
+"""The offline default checker: a small learned model over MiniLM and lexical features.
 
-No network, no key, no GPU. For each claim it finds the reference sentences closest in
-meaning (bundled MiniLM), then reads lexical signals between the claim and that evidence:
-content-word coverage, numbers the evidence states differently, a flipped negation. A small
-fixed scoring turns those into E / N / C probabilities. It is an honest baseline: it catches
-changed numbers and negations and unsupported additions, not paraphrased contradictions.
+No network, no key, no GPU, no torch at check time. Each request's references are split into
+short segments and embedded with static token vectors distilled from the bundled MiniLM
+(`static_embeddings`); each claim is described by `features.FEATURE_NAMES` (closeness to the
+best segments, token alignment, copy rate, figures, names and negations the evidence does
+not share) and scored by two small heads trained on the public labelled sets in
+`../shared/data` (`scripts/train_embedded_checker.py`, results in docs/embedded_checker.md).
+The output is a calibrated 3-way distribution and the best segment as evidence.
 """
 
 from __future__ import annotations
 
-import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from refcheck_callbacks._optional import require
 from refcheck_callbacks.check.base import SyncChecker
-from refcheck_callbacks.check.encoder import SentenceEncoder
-from refcheck_callbacks.check.lexical import copy_rate, coverage, has_negation, numbers
-from refcheck_callbacks.text import sentence_spans
-from refcheck_callbacks.types import CharSpan, CheckItem, Evidence, Label, Reference, Verdict
-
-_TOP_K = 3
+from refcheck_callbacks.check.encoder import SentenceEncoder, bundled_minilm_path
+from refcheck_callbacks.types import CharSpan, CheckItem, Evidence, Label, Verdict
 
 
-@dataclass(frozen=True, slots=True)
-class _Sentence:
-    reference_index: int
-    start: int
-    end: int
-    text: str
+@dataclass(frozen=True)
+class _Runtime:
+    """Everything loaded once: the static table, the heads, the feature code."""
 
-
-def _reference_sentences(references: Sequence[Reference]) -> list[_Sentence]:
-    return [
-        _Sentence(index, start, end, reference.text[start:end])
-        for index, reference in enumerate(references)
-        for start, end in sentence_spans(reference.text)
-    ]
-
-
-def _softmax(logits: dict[Label, float]) -> dict[Label, float]:
-    top = max(logits.values())
-    exps = {label: math.exp(value - top) for label, value in logits.items()}
-    total = sum(exps.values())
-    return {label: value / total for label, value in exps.items()}
-
-
-def _probabilities(
-    claim: str, best: _Sentence, top: list[_Sentence], sim: float
-) -> dict[Label, float]:
-    evidence_texts = [s.text for s in top]
-    support = 0.5 * sim + 0.5 * coverage(claim, evidence_texts)
-    evidence_numbers = numbers(" ".join(evidence_texts))
-    # The evidence talks in figures, and the claim's figure is not among them.
-    number_conflict = bool(numbers(claim) - evidence_numbers) and bool(evidence_numbers)
-    negation_conflict = has_negation(claim) != has_negation(best.text) and (
-        copy_rate(claim, best.text, 1) > 0.5
-    )
-    conflict = number_conflict or negation_conflict
-    return _softmax(
-        {
-            Label.ENTAILMENT: 10.0 * (support - 0.62) - (5.0 if conflict else 0.0),
-            Label.CONTRADICTION: 6.0 * (sim - 0.45) + 1.0 if conflict else -3.0,
-            Label.NEUTRAL: 0.0,
-        }
-    )
+    static: Any
+    model: Any
+    features: Any
+    threads: Any
+    """A threadpoolctl controller: BLAS runs single-threaded while a batch is checked."""
 
 
 class EmbeddedChecker(SyncChecker):
-    """Offline checker on the bundled MiniLM encoder; see the module docstring."""
+    """Offline learned checker; see the module docstring.
+
+    Args:
+        encoder: a loaded `SentenceEncoder` whose tokenizer is reused; by default the bundled
+            MiniLM's tokenizer is read from disk (no torch needed). The shipped token table
+            was distilled from the bundled MiniLM, so an encoder with another vocabulary is
+            rejected when the checker loads.
+        model_path: an `.npz` written by the training script, with its `.json` beside it
+            (default: the parameters shipped in the package).
+    """
 
     name = "embedded"
 
-    def __init__(self, encoder: SentenceEncoder | None = None) -> None:
+    def __init__(
+        self, encoder: SentenceEncoder | None = None, model_path: Path | None = None
+    ) -> None:
         self._encoder = encoder
+        self._model_path = model_path
+        self._runtime: _Runtime | None = None
+        self._lock = threading.Lock()
 
-    @property
-    def encoder(self) -> SentenceEncoder:
+    def _load(self) -> _Runtime:
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = self._build_runtime()
+            return self._runtime
+
+    def _build_runtime(self) -> _Runtime:
+        # numpy-backed modules load here, never on `import refcheck_callbacks`.
+        from refcheck_callbacks.check import embedded_model, features
+        from refcheck_callbacks.check.static_embeddings import StaticEmbeddings, load_tokenizer
+
+        if self._model_path is None:
+            model, arrays = embedded_model.load_model()
+        else:
+            model, arrays = embedded_model.load_model(
+                self._model_path, self._model_path.with_suffix(".json")
+            )
+        if model.feature_names != features.FEATURE_NAMES:
+            raise ValueError(
+                "the embedded model was trained on other features than this version computes; "
+                "retrain it with scripts/train_embedded_checker.py"
+            )
         if self._encoder is None:
-            self._encoder = SentenceEncoder()
-        return self._encoder
+            tokenizer = load_tokenizer(bundled_minilm_path())
+        else:
+            tokenizer = _copy_tokenizer(self._encoder)
+        threadpoolctl = require("threadpoolctl", "embedded")
+        return _Runtime(
+            StaticEmbeddings.from_arrays(arrays, tokenizer),
+            model,
+            features,
+            threadpoolctl.ThreadpoolController(),
+        )
 
     def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
-        sentences_by_request: dict[str, list[_Sentence]] = {}
-        for item in items:
-            if item.request_id not in sentences_by_request:
-                sentences_by_request[item.request_id] = _reference_sentences(item.references)
-        texts = [item.claim.text for item in items] + [
-            s.text for sentences in sentences_by_request.values() for s in sentences
-        ]
-        vectors = self.encoder.encode(texts)
-        row_of = {text: row for row, text in enumerate(texts)}
-        return [
-            self._verdict(item, sentences_by_request[item.request_id], vectors, row_of)
-            for item in items
-        ]
+        runtime = self._load()
+        # The products here are small: on a busy 2-core host, multi-threaded BLAS spends its
+        # time spinning (measured 40x slower), and would compete with the host's own threads.
+        with runtime.threads.limit(limits=1, user_api="blas"):
+            return self._check(runtime, items)
 
-    def _verdict(
-        self,
-        item: CheckItem,
-        sentences: list[_Sentence],
-        vectors: Any,
-        row_of: dict[str, int],
-    ) -> Verdict:
-        if not sentences:
+    def _check(self, runtime: _Runtime, items: Sequence[CheckItem]) -> list[Verdict]:
+        prepared: dict[str, Any] = {}
+        verdicts = []
+        for item in items:
+            try:
+                if item.request_id not in prepared:
+                    prepared[item.request_id] = runtime.features.prepare_references(
+                        [reference.text for reference in item.references], runtime.static
+                    )
+                verdicts.append(self._verdict(runtime, item, prepared[item.request_id]))
+            except Exception as exc:  # one bad claim must not fail its whole batch
+                verdicts.append(
+                    Verdict(label=None, error=f"embedded checker failed: {type(exc).__name__}")
+                )
+        return verdicts
+
+    def _verdict(self, runtime: _Runtime, item: CheckItem, references: Any) -> Verdict:
+        if not references.segments:
             return Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")
-        claim_vector = vectors[row_of[item.claim.text]]
-        sims = vectors[[row_of[s.text] for s in sentences]] @ claim_vector
-        order = sims.argsort()[::-1][:_TOP_K]
-        top = [sentences[i] for i in order]
-        best, sim = top[0], float(sims[order[0]])
-        probabilities = _probabilities(item.claim.text, best, top, sim)
-        label = max(probabilities, key=probabilities.__getitem__)
+        found = runtime.features.claim_features(item.claim.text, references, runtime.static)
+        row = runtime.model.probabilities(found.values[None, :])[0]
+        probabilities = {
+            Label.ENTAILMENT: float(row[0]),
+            Label.NEUTRAL: float(row[1]),
+            Label.CONTRADICTION: float(row[2]),
+        }
+        label = runtime.model.label(row)
+        best = references.segments[found.evidence[0]]
         return Verdict(
             label=label,
             confidence=probabilities[label],
@@ -124,4 +137,29 @@ class EmbeddedChecker(SyncChecker):
                     probability=probabilities[label],
                 )
             ],
+            explanation=_explain(runtime.features.FEATURE_NAMES, found.values),
         )
+
+
+def _copy_tokenizer(encoder: SentenceEncoder) -> Any:
+    """An independent copy of the encoder's fast tokenizer, without padding or truncation."""
+    tokenizers = require("tokenizers", "embedded")
+    tokenizer = tokenizers.Tokenizer.from_str(encoder.tokenizer.backend_tokenizer.to_str())
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+_EXPLAINED = (
+    ("numbers_unmatched_all", "figures the references do not state"),
+    ("dates_unmatched_all", "dates the references do not state"),
+    ("entities_unmatched_all", "names the references do not mention"),
+    ("negation_flip", "a negation the closest evidence does not share"),
+)
+
+
+def _explain(names: tuple[str, ...], values: Any) -> str:
+    """The closest evidence's similarity and the lexical warnings that fired."""
+    parts = [f"closest evidence similarity {float(values[names.index('sim_top1')]):.2f}"]
+    parts += [f"claim has {text}" for name, text in _EXPLAINED if values[names.index(name)] > 0]
+    return "; ".join(parts)

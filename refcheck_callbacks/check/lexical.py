@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\d])")
+NUMBER_PATTERN = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\d])")
 _NEGATION = frozenset(
     "not no never none nobody nothing neither nor without cannot can't won't isn't aren't "
     "wasn't weren't doesn't don't didn't hasn't haven't hadn't shouldn't wouldn't couldn't "
@@ -40,7 +41,7 @@ def content_tokens(text: str) -> list[str]:
 def numbers(text: str) -> set[str]:
     """Numbers in a text, normalised: thousands separators removed, trailing zeros cut."""
     found = set()
-    for raw in _NUMBER.findall(text):
+    for raw in NUMBER_PATTERN.findall(text):
         value = raw.replace(",", "").lstrip("+")
         if "." in value:
             value = value.rstrip("0").rstrip(".")
@@ -78,3 +79,47 @@ def coverage(claim: str, evidence_texts: Iterable[str]) -> float:
 def unmatched_numbers(claim: str, evidence: str) -> set[str]:
     """Numbers the claim states that the evidence does not."""
     return numbers(claim) - numbers(evidence)
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w’'-]*|\b\d{4}\b")
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+
+
+def entities(text: str) -> set[str]:
+    """Names in a text: capitalised words not opening a sentence, plus years; lower-cased.
+
+    A crude stand-in for named-entity recognition that needs no model: a claim that names a
+    person, place or year its evidence never mentions is rarely supported.
+    """
+    found = set()
+    for match in _CAPITALISED.finditer(text):
+        word = match.group().lower()
+        if word in STOPWORDS or _opens_sentence(text, match.start()):
+            continue
+        found.add(word)
+    return found
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether only spaces separate `start` from the text's start or a sentence end."""
+    index = start - 1
+    while index >= 0 and text[index] in " \t\"“'‘(":
+        index -= 1
+    return index < 0 or text[index] in ".!?:;\n"
+
+
+def dates(text: str) -> set[str]:
+    """Month names and four-digit years (1000-2099) mentioned in a text."""
+    return {t for t in tokens(text) if t in _MONTHS or (len(t) == 4 and t[:2] in _CENTURIES)}
+
+
+_CENTURIES = frozenset(str(c) for c in range(10, 21))
+
+
+def unmatched_share(wanted: AbstractSet[str], available: AbstractSet[str]) -> float:
+    """The share of `wanted` missing from `available` (0 when nothing is wanted)."""
+    if not wanted:
+        return 0.0
+    return len(wanted - available) / len(wanted)

@@ -1,0 +1,125 @@
+"""Embedded checker speed: claims checked per second on the CPU, next to full MiniLM encoding.
+
+Workload: answers of 4 claims, each with 5 references of ~150 words, built from ExpertQA
+(real retrieved passages and real answer claims; ../shared/data). Every answer has its own
+reference texts, so nothing is served from a cache.
+
+Side by side in one run:
+- learned: `EmbeddedChecker.check_batch` on batches of 16 answers (64 claims), as the engine
+  hands them over; reported as claims per second (median of the repeats).
+- full MiniLM: only *embedding* the same claims and reference sentences with the transformer
+  (`SentenceEncoder`, what the previous heuristic checker paid before any scoring), on a
+  smaller slice; reported the same way, with the ratio learned / full.
+
+    python benchmarks/embedded_speed.py [--answers 200] [--repeats 3] [--minilm-answers 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections import defaultdict
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from refcheck_callbacks.bench.datasets import load_dataset
+from refcheck_callbacks.check.embedded import EmbeddedChecker
+from refcheck_callbacks.check.encoder import SentenceEncoder
+from refcheck_callbacks.text import sentence_spans
+from refcheck_callbacks.types import CheckItem, Claim, Reference
+
+CLAIMS_PER_ANSWER = 4
+REFERENCES_PER_ANSWER = 5
+REFERENCE_WORDS = 150
+BATCH_ANSWERS = 16
+
+
+def workload(answers: int) -> list[list[CheckItem]]:
+    """One list of 4 check items per answer, sharing that answer's 5 references."""
+    examples = load_dataset("expertqa")
+    claims: dict[str, list[str]] = defaultdict(list)
+    passages: list[str] = []
+    for example in examples:
+        claims[example.response_id or ""].append(example.claim)
+        passages += [p for p in example.references if len(p.split()) >= REFERENCE_WORDS // 2]
+    unique_passages = list(dict.fromkeys(passages))
+    pool = [claim for group in claims.values() for claim in group]
+    out = []
+    for index in range(answers):
+        start = index * REFERENCES_PER_ANSWER
+        references = [
+            # A running suffix keeps every answer's texts distinct (no cache hits).
+            " ".join(unique_passages[(start + k) % len(unique_passages)].split()[:REFERENCE_WORDS])
+            + f" (copy {index})"
+            for k in range(REFERENCES_PER_ANSWER)
+        ]
+        texts = [
+            pool[(index * CLAIMS_PER_ANSWER + k) % len(pool)] for k in range(CLAIMS_PER_ANSWER)
+        ]
+        refs = [Reference(text=text, id=f"a{index}-r{k}") for k, text in enumerate(references)]
+        out.append(
+            [
+                CheckItem(
+                    claim=Claim(text=text), references=refs, request_id=f"a{index}", claim_index=k
+                )
+                for k, text in enumerate(texts)
+            ]
+        )
+    return out
+
+
+def learned_rate(checker: EmbeddedChecker, answers: list[list[CheckItem]]) -> float:
+    started = time.perf_counter()
+    for first in range(0, len(answers), BATCH_ANSWERS):
+        batch = [item for answer in answers[first : first + BATCH_ANSWERS] for item in answer]
+        checker.check_batch(batch)
+    return sum(len(a) for a in answers) / (time.perf_counter() - started)
+
+
+def minilm_rate(encoder: SentenceEncoder, answers: list[list[CheckItem]]) -> float:
+    started = time.perf_counter()
+    for answer in answers:
+        sentences = [
+            reference.text[start:end]
+            for reference in answer[0].references
+            for start, end in sentence_spans(reference.text)
+        ]
+        encoder.encode([item.claim.text for item in answer] + sentences)
+    return sum(len(a) for a in answers) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--minilm-answers", type=int, default=20)
+    args = parser.parse_args()
+    answers = workload(args.answers)
+    checker = EmbeddedChecker()
+    checker.check_batch(answers[0])  # load the parameters outside the timing
+    learned = [learned_rate(checker, answers) for _ in range(args.repeats)]
+    encoder = SentenceEncoder(cache_size=0)
+    encoder.encode(["warm up"])
+    minilm = [minilm_rate(encoder, answers[: args.minilm_answers]) for _ in range(args.repeats)]
+    report = {
+        "claims": sum(len(a) for a in answers),
+        "learned_claims_per_s": round(statistics.median(learned), 1),
+        "learned_runs": [round(r, 1) for r in learned],
+        "minilm_embedding_claims_per_s": round(statistics.median(minilm), 1),
+        "minilm_runs": [round(r, 1) for r in minilm],
+        "ratio_learned_over_minilm": round(
+            statistics.median(learned) / statistics.median(minilm), 1
+        ),
+        "goal_claims_per_s": 100,
+        "cpu_count": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
