@@ -1,18 +1,17 @@
 """The background worker: a bounded queue drained in batches by one daemon thread.
 
 Modelled on OpenTelemetry's BatchProcessor. `put` is O(1) and never blocks: a full queue
-refuses at once. The thread runs its own asyncio loop (never the host's); it is woken when a
-batch is full and otherwise polls every `max_wait` seconds (with `max_wait=0`, every `put`
-wakes it), takes up to `batch_size` items and hands each batch to the handler; up to
-`concurrency` batches run at a time. After `os.fork` the child starts empty with a fresh
-thread on its first `put`.
+refuses at once. The thread runs its own asyncio loop (never the host's), takes up to
+`batch_size` items, waiting at most `max_wait` seconds for a batch to fill, and hands each
+batch to the handler; up to `concurrency` batches run at a time. `put` wakes it only for the
+first item of a batch and for a full batch. After `os.fork` the child starts empty with a
+fresh thread on its first `put`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import os
 import threading
 import weakref
@@ -84,12 +83,11 @@ class BackgroundWorker(Generic[Item]):
                 return False
             self._queue.append(item)
             self._pending += 1
-            # As in OpenTelemetry's BatchProcessor, only a full batch wakes the worker: a wake
-            # costs the caller a self-pipe write and a GIL hand-off to the worker (~100 us
-            # measured in benchmarks/langchain_overhead.py); otherwise the worker finds the
-            # items when it next polls, at most `max_wait` later.
-            full = len(self._queue) >= self.batch_size or self.max_wait <= 0
-            wake = full and not self._wake_pending
+            # A wake costs the caller a self-pipe write and a GIL hand-off to the worker (~100 us
+            # in benchmarks/langchain_overhead.py): only the first item of a batch (to start
+            # its `max_wait` clock) and a full batch need one.
+            size = len(self._queue)
+            wake = (size == 1 or size >= self.batch_size) and not self._wake_pending
             self._wake_pending = self._wake_pending or wake
         loop, event = self._ensure_started()
         if wake:
@@ -138,14 +136,13 @@ class BackgroundWorker(Generic[Item]):
         slots = asyncio.Semaphore(self.concurrency)
         running: set[asyncio.Task[None]] = set()
         while not (self._stopping and not self._queue):
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.max_wait or None)
+            await self._wake.wait()
             self._clear_wake()
             # A slot first, then the batch: items wait in the queue, where `max_queue` bounds
             # them, not in batches that cannot run yet.
             while self._queue:
                 await slots.acquire()
-                batch = self._pop_batch()
+                batch = await self._take_batch()
                 if not batch:
                     slots.release()
                     break
@@ -161,7 +158,19 @@ class BackgroundWorker(Generic[Item]):
         with self._lock:
             self._wake_pending = False
 
-    def _pop_batch(self) -> list[Item]:
+    async def _take_batch(self) -> list[Item]:
+        assert self._wake is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait
+        while 0 < len(self._queue) < self.batch_size and not self._stopping:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(self._wake.wait(), remaining)
+            except asyncio.TimeoutError:
+                break
+            self._clear_wake()
         with self._lock:
             return [self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))]
 
