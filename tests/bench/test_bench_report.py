@@ -25,7 +25,7 @@ from refcheck_callbacks.bench.report import render_html
 from refcheck_callbacks.bench.runner import BenchReport
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LIMIT = 4
+LIMIT = 30
 
 
 pytestmark = pytest.mark.slow

@@ -223,7 +223,7 @@ def _start(*args: str | Path) -> subprocess.Popen[str]:
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     source = tmp_path / "big.jsonl"
-    records = _generated(source, 60)
+    records = _generated(source, 1500)
     out = tmp_path / "out.jsonl"
     process = _start("extract-check", "--input", source, "--output", out)
     _wait_for_lines(out, 3, process)
@@ -251,7 +251,7 @@ def test_a_killed_json_run_resumes_from_its_partial_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = tmp_path / "big.json"
-    records = _generated(tmp_path / "big.jsonl", 50)
+    records = _generated(tmp_path / "big.jsonl", 1000)
     source.write_text(json.dumps(records), encoding="utf-8")
     out = tmp_path / "out.json"
     partial = tmp_path / "out.json.partial.jsonl"
