@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup system-deps demo test lint bench bench-checkers phoenix-venv
+.PHONY: setup system-deps demo test lint bench bench-langchain bench-checkers phoenix-venv
 
 setup: $(VENV)/.installed
 
@@ -57,6 +57,10 @@ test: setup system-deps phoenix-venv lint
 
 bench: setup
 	$(PY) benchmarks/engine.py
+
+# What the LangChain handler adds to a chain's invoke, beside OpenInference's tracer.
+bench-langchain: setup
+	$(PY) benchmarks/langchain_overhead.py
 
 # Checker quality: the embedded checker on every set in ../shared/data; writes
 # bench-results/bench.json and bench-results/bench.html (see docs/bench.md).
