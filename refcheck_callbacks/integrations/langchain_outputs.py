@@ -26,7 +26,7 @@ def as_reference(document: Any) -> dict[str, Any]:
         doc_id = _first(metadata, ID_KEYS, object)
     return {
         "text": getattr(document, "page_content", document),
-        "id": doc_id,
+        "id": None if doc_id is None else str(doc_id),
         "score": _first(metadata, SCORE_KEYS, (int, float)),
         "metadata": metadata,
     }

@@ -371,6 +371,7 @@ class _ScoredRetriever(BaseRetriever):
         return [
             Document(page_content=CORPUS[0].page_content, metadata={"doc_id": "d-7", "score": 0.9}),
             Document(page_content=CORPUS[1].page_content, metadata={"relevance_score": 0.4}),
+            Document(page_content=CORPUS[2].page_content, metadata={"id": 17, "score": "high"}),
         ]
 
 
@@ -381,9 +382,10 @@ def test_references_keep_metadata_ids_and_retrieval_scores(
     sink: Any,
 ) -> None:
     make_rag_chain(_ScoredRetriever(), EIFFEL_ANSWER).invoke("Eiffel?", config=config(handler))
-    first, second = only_result(monitor, sink).request.references
+    first, second, third = only_result(monitor, sink).request.references
     assert (first.id, first.score, first.metadata["doc_id"]) == ("d-7", 0.9, "d-7")
     assert (second.id, second.score) == (None, 0.4)
+    assert (third.id, third.score) == ("17", None)  # ids become text; a score must be a number
 
 
 def test_a_run_without_retrieval_is_not_checked_and_counted(
