@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -19,7 +21,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, R
 from langchain_core.tools import create_retriever_tool
 from opentelemetry.sdk.trace import TracerProvider
 
-from refcheck_callbacks import Outcome, RefCheckMonitor, Tally
+from refcheck_callbacks import CheckItem, Outcome, RefCheckMonitor, Tally, Verdict
 from refcheck_callbacks.check.embedded import EmbeddedChecker
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
 
@@ -463,6 +465,37 @@ def test_a_shut_down_monitor_never_breaks_the_chain(
     handler = RefCheckCallbackHandler(closed)
     assert eiffel_chain.invoke("Eiffel?", config=config(handler)) == EIFFEL_ANSWER
     assert closed.stats.get(Tally.DROPPED, "shutdown") == 1
+
+
+class _GatedChecker:
+    """A real checker held back until the test opens the gate: a stalled checker."""
+
+    def __init__(self, inner: EmbeddedChecker) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.gate = threading.Event()
+
+    async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        await asyncio.to_thread(self.gate.wait, 30)
+        return await self.inner.check(items)
+
+
+def test_a_stalled_checker_never_slows_the_chain(
+    eiffel_chain: Chain, embedded_checker: EmbeddedChecker
+) -> None:
+    checker = _GatedChecker(embedded_checker)
+    results: list[Any] = []
+    with RefCheckMonitor(checker=checker, on_result=results.append) as stalled:
+        handler = RefCheckCallbackHandler(stalled)
+        started = time.perf_counter()
+        outputs = [eiffel_chain.invoke("Eiffel?", config=config(handler)) for _ in range(5)]
+        elapsed = time.perf_counter() - started
+        assert outputs == [EIFFEL_ANSWER] * 5
+        assert elapsed < 5  # the checker is blocked for 30 s: nothing waited for it
+        assert results == []
+        checker.gate.set()
+        assert stalled.flush(30)
+    assert [r.outcome for r in results] == [Outcome.CHECKED] * 5
 
 
 @pytest.mark.slow
