@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -85,6 +86,21 @@ def test_chains_run_in_other_threads_are_captured(
         thread.join()
     assert monitor.flush(30)
     assert len(sink.results) == 4
+
+
+def test_async_and_streamed_chains_are_captured(
+    chain: Any, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    instrument_langchain(monitor)
+
+    async def scenario() -> list[str]:
+        first = await chain.ainvoke("Eiffel Tower?")
+        streamed = "".join([chunk async for chunk in chain.astream("Eiffel Tower?")])
+        return [first, streamed]
+
+    assert asyncio.run(scenario()) == [ANSWER, ANSWER]
+    assert monitor.flush(30)
+    assert [r.request.answer for r in sink.results] == [ANSWER, ANSWER]
 
 
 def test_after_uninstrument_nothing_is_captured(
