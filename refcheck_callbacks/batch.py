@@ -52,6 +52,8 @@ class BatchOptions:
     resume: bool = False
     progress: bool = True
     stage_timeout: float = 600.0
+    concurrency: int = 1
+    """Batches in flight at once: more than 1 pays off for LLM stages, which wait on the network."""
 
 
 @dataclass
@@ -233,6 +235,7 @@ class BatchRun:
         progress.advance(len(done))
         with working.open("a" if options.resume else "w", encoding="utf-8") as sink:
             pending: list[_Pending] = []
+            in_flight: list[list[_Pending]] = []
             for index, raw in records:
                 if index in done:
                     continue
@@ -244,16 +247,28 @@ class BatchRun:
                     self._skip(index, str(exc))
                     progress.advance()
                 if len(pending) >= options.batch_size:
-                    progress.advance(await self._process(pending, sink))
+                    in_flight.append(pending)
                     pending = []
-            progress.advance(await self._process(pending, sink))
+                if len(in_flight) >= options.concurrency:
+                    await self._process(in_flight, sink)
+                    in_flight = []
+            await self._process([*in_flight, pending], sink)
         progress.close()
         if not is_json_lines(options.output):
             _assemble_json(working, options.output)
 
-    async def _process(self, batch: list[_Pending], sink: TextIO) -> int:
-        if not batch:
-            return 0
+    async def _process(self, batches: list[list[_Pending]], sink: TextIO) -> None:
+        """Run batches side by side, then write their records in input order."""
+        outputs = await asyncio.gather(*(self._lines(batch) for batch in batches if batch))
+        lines = [line for output in outputs for line in output]
+        if lines:
+            sink.write("\n".join(lines) + "\n")
+            sink.flush()
+        self.summary.written += len(lines)
+        self.progress.advance(sum(len(batch) for batch in batches))
+
+    async def _lines(self, batch: list[_Pending]) -> list[str]:
+        """The output lines of one batch; records that fail are reported and left out."""
         mode = self.options.mode
         requests = [to_request(p.record, mode) for p in batch]
         lines: list[str] = []
@@ -267,27 +282,23 @@ class BatchRun:
                     pending.raw, pending.index, extraction.claims, self.extractor.name
                 )
                 lines.append(json.dumps(record, ensure_ascii=False))
-        else:
-            try:
-                results = await self.pipeline.run(requests)
-            except Exception as exc:
-                # The pipeline keeps failures per request; this is a bug of ours, not the data's.
-                for pending in batch:
-                    self._skip(pending.index, f"internal error: {exc!r}")
-                return len(batch)
-            for pending, result in zip(batch, results, strict=True):
-                if result.outcome not in _WRITTEN:
-                    self._skip(pending.index, f"{result.outcome.value}: {result.message}")
-                    continue
-                record = checked_record(
-                    pending.raw, pending.index, result, mode, self.options.aggregator
-                )
-                lines.append(json.dumps(record, ensure_ascii=False))
-        if lines:
-            sink.write("\n".join(lines) + "\n")
-            sink.flush()
-        self.summary.written += len(lines)
-        return len(batch)
+            return lines
+        try:
+            results = await self.pipeline.run(requests)
+        except Exception as exc:
+            # The pipeline keeps failures per request; this is a bug of ours, not the data's.
+            for pending in batch:
+                self._skip(pending.index, f"internal error: {exc!r}")
+            return lines
+        for pending, result in zip(batch, results, strict=True):
+            if result.outcome not in _WRITTEN:
+                self._skip(pending.index, f"{result.outcome.value}: {result.message}")
+                continue
+            record = checked_record(
+                pending.raw, pending.index, result, mode, self.options.aggregator
+            )
+            lines.append(json.dumps(record, ensure_ascii=False))
+        return lines
 
     def _skip(self, index: int, reason: str) -> None:
         self.summary.skipped.append((index, reason))

@@ -118,6 +118,11 @@ def _add_file_command(
         "(default: 16)",
     )  # fmt: skip
     parser.add_argument(
+        "--concurrency", type=int, default=1,
+        help="batches in flight at once; raise it for LLM extractors and judges, which wait "
+        "on the network (default: 1)",
+    )  # fmt: skip
+    parser.add_argument(
         "--resume", action="store_true",
         help="keep the records an earlier run of this command already wrote and do the rest",
     )  # fmt: skip
@@ -218,8 +223,8 @@ def _run_file_command(args: argparse.Namespace) -> int:
 
     if not args.input.is_file():
         return _fail(f"input file not found: {args.input}")
-    if args.batch_size < 1:
-        return _fail("--batch-size must be at least 1")
+    if args.batch_size < 1 or args.concurrency < 1:
+        return _fail("--batch-size and --concurrency must be at least 1")
     mode: Mode = args.mode
     try:
         extractor = (
@@ -241,6 +246,7 @@ def _run_file_command(args: argparse.Namespace) -> int:
         resume=args.resume,
         progress=not args.no_progress,
         stage_timeout=args.stage_timeout,
+        concurrency=args.concurrency,
     )
     run = BatchRun(options, extractor, checker)
     try:

@@ -273,3 +273,21 @@ def test_a_killed_json_run_resumes_from_its_partial_file(
     assert status == 0, stderr
     assert f"0 records written to {out} ({len(records)} kept" in stderr
     assert json.loads(out.read_text(encoding="utf-8")) == final
+
+
+def test_concurrent_batches_write_the_same_records_in_input_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    records = _generated(source, 23)
+    outputs = {}
+    for concurrency in ("1", "4"):
+        out = tmp_path / f"out-{concurrency}.jsonl"
+        status, stderr = refcheck_here(
+            capsys, "extract-check", "--input", source, "--output", out, "--batch-size", "2",
+            "--concurrency", concurrency, "--no-progress",
+        )  # fmt: skip
+        assert status == 0, stderr
+        outputs[concurrency] = _jsonl(out)
+    assert [r["id"] for r in outputs["4"]] == [r["id"] for r in records]
+    assert [(r["ys"], r["Y"]) for r in outputs["4"]] == [(r["ys"], r["Y"]) for r in outputs["1"]]
