@@ -327,10 +327,15 @@ def test_question_key_and_output_key_choose_what_is_checked(
     handler = RefCheckCallbackHandler(
         monitor, question_key="question", answer_from="output", output_key="answer"
     )
-    output = chain.invoke({"question": "Who created PYTHON?", "user": "u1"}, config=config(handler))
+    question = {"question": "Who created PYTHON?", "user": "u1"}
+    output = chain.invoke(question, config=config(handler))
     request = only_result(monitor, sink).request
     assert request.question == "Who created PYTHON?"
     assert request.answer == output["answer"] == "Guido van Rossum created it."
+    # A streamed root run reports its input only when it ends.
+    list(chain.stream(question, config=config(handler)))
+    assert monitor.flush(30)
+    assert [r.request.question for r in sink.results] == ["Who created PYTHON?"] * 2
 
 
 def test_a_text_completion_model_answer_is_checked(
