@@ -185,8 +185,8 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )  # fmt: skip
     parser.add_argument(
         "--output-dir", type=Path, default=Path("bench-results"),
-        help="where bench.json, bench.html and bench.md (the summary table) go "
-        "(default: ./bench-results)",
+        help="where bench.json, bench.html, bench.md (the summary table) and "
+        "predictions.jsonl (each example's gold and predicted label) go (default: ./bench-results)",
     )  # fmt: skip
     parser.add_argument(
         "--batch-size", type=int, default=64, help="claims per checker call (default: 64)"
@@ -300,7 +300,10 @@ def _run_bench(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if not outcome.results:
         return _fail("no dataset could be loaded; see the messages above", EXIT_FAILED)
-    print(f"refcheck: wrote {outcome.json_path}, {outcome.html_path} and bench.md", file=sys.stderr)
+    print(
+        f"refcheck: wrote {outcome.json_path}, {outcome.html_path}, bench.md and predictions.jsonl",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 

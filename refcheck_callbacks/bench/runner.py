@@ -8,11 +8,12 @@ claim the checker fails on is counted as failed and left out of the scores.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -295,21 +296,45 @@ def _default_data_dir() -> str:
         return "(not found)"
 
 
+def prediction_rows(
+    checker: str, examples: Sequence[LabelledExample], verdicts: Sequence[Verdict | None]
+) -> Iterator[dict[str, object]]:
+    """One row per example for error analysis: gold beside what the checker said."""
+    for example, verdict in zip(examples, verdicts, strict=True):
+        yield {
+            "dataset": example.dataset,
+            "example_id": example.example_id,
+            "response_id": example.response_id,
+            "checker": checker,
+            "gold_label": None if example.label is None else example.label.value,
+            "gold_supported": gold_supported(example),
+            "label": None if verdict is None or verdict.label is None else verdict.label.value,
+            "support_score": None if verdict is None else support_score(verdict),
+        }
+
+
 def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutcome:
-    """Score every checker on every dataset that loads; write bench.json and bench.html."""
+    """Score every checker on every dataset that loads; write bench.json, bench.html, bench.md
+    and predictions.jsonl (every example's gold and predicted label)."""
     from refcheck_callbacks.bench.report import render_html, render_markdown
 
     unavailable: dict[str, str] = {}
     results = []
-    for name, examples in _load(options, unavailable).items():
-        scored = []
-        for spec, checker in checkers.items():
-            progress = Progress(len(examples), f"{name} / {spec}", enabled=options.progress)
-            started = time.perf_counter()
-            verdicts = asyncio.run(check_examples(checker, examples, options.batch_size, progress))
-            progress.close()
-            scored.append(score(spec, examples, verdicts, time.perf_counter() - started))
-        results.append(DatasetResult(dataset=name, examples=len(examples), checkers=scored))
+    options.output_dir.mkdir(parents=True, exist_ok=True)
+    with (options.output_dir / "predictions.jsonl").open("w", encoding="utf-8") as predictions:
+        for name, examples in _load(options, unavailable).items():
+            scored = []
+            for spec, checker in checkers.items():
+                progress = Progress(len(examples), f"{name} / {spec}", enabled=options.progress)
+                started = time.perf_counter()
+                verdicts = asyncio.run(
+                    check_examples(checker, examples, options.batch_size, progress)
+                )
+                progress.close()
+                scored.append(score(spec, examples, verdicts, time.perf_counter() - started))
+                for row in prediction_rows(spec, examples, verdicts):
+                    predictions.write(json.dumps(row, ensure_ascii=False) + "\n")
+            results.append(DatasetResult(dataset=name, examples=len(examples), checkers=scored))
     report = BenchReport(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         version=__version__,
@@ -318,7 +343,6 @@ def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutco
         datasets=results,
         unavailable=unavailable,
     )
-    options.output_dir.mkdir(parents=True, exist_ok=True)
     json_path = options.output_dir / "bench.json"
     html_path = options.output_dir / "bench.html"
     json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")

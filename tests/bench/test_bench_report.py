@@ -61,6 +61,10 @@ def test_bench_scores_every_loadable_dataset(bench_run: Path) -> None:
         assert sum(map(sum, binary["confusion"])) == binary["examples"]
     table = (bench_run / "bench.md").read_text(encoding="utf-8").splitlines()
     assert [row.split(" | ")[0].lstrip("| ") for row in table[2:]] == list(DATASET_NAMES)
+    rows = [json.loads(line) for line in (bench_run / "predictions.jsonl").open(encoding="utf-8")]
+    assert len(rows) == sum(d["examples"] for d in report["datasets"])
+    assert {row["dataset"] for row in rows} == set(DATASET_NAMES)
+    assert all(row["label"] in ("entailment", "neutral", "contradiction") for row in rows)
     by_name = {d["dataset"]: d["checkers"][0] for d in report["datasets"]}
     assert by_name["climate_fever"]["three_way"]["macro_f1"] >= 0.0
     assert by_name["summedits"]["three_way"] is None, "summedits labels are binary"
