@@ -31,6 +31,7 @@ from refcheck_callbacks.refchecker_format import (
     RefCheckerRecord,
     checked_record,
     extracted_record,
+    input_hash,
     read_record,
     to_request,
 )
@@ -122,9 +123,10 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
 # -- the working file ---------------------------------------------------------------------
 
 
-def done_indexes(working: Path) -> set[int]:
-    """Indexes already written; a line cut short by a crash is removed from the file."""
-    done: set[int] = set()
+def done_records(working: Path) -> dict[int, str | None]:
+    """Index -> input fingerprint of the records already written; a line cut short by a crash
+    is removed from the file."""
+    done: dict[int, str | None] = {}
     if not working.exists():
         return done
     good_end = 0
@@ -133,7 +135,8 @@ def done_indexes(working: Path) -> set[int]:
             if not line.endswith(b"\n"):
                 break
             try:
-                done.add(int(json.loads(line)[OUR_FIELD]["index"]))
+                ours = json.loads(line)[OUR_FIELD]
+                done[int(ours["index"])] = ours.get("input_hash")
             except (ValueError, KeyError, TypeError):
                 break
             good_end += len(line)
@@ -141,6 +144,14 @@ def done_indexes(working: Path) -> set[int]:
         with working.open("r+b") as handle:
             handle.truncate(good_end)
     return done
+
+
+def _check_unchanged(index: int, raw: Any, written: str | None) -> None:
+    if written is not None and written != input_hash(raw):
+        raise ValueError(
+            f"record {index} of the input differs from the one the earlier run checked: the "
+            "input changed, so its results cannot be resumed; rerun without --resume"
+        )
 
 
 def _restore_working_file(output: Path, working: Path) -> None:
@@ -225,10 +236,10 @@ class BatchRun:
         options = self.options
         working = working_path(options.output)
         total, records = read_input(options.input)
-        done: set[int] = set()
+        done: dict[int, str | None] = {}
         if options.resume:
             _restore_working_file(options.output, working)
-            done = done_indexes(working)
+            done = done_records(working)
         self.summary.already_done = len(done)
         progress = self.progress
         progress.total = total
@@ -238,6 +249,7 @@ class BatchRun:
             in_flight: list[list[_Pending]] = []
             for index, raw in records:
                 if index in done:
+                    _check_unchanged(index, raw, done[index])
                     continue
                 try:
                     if isinstance(raw, BadRecord):

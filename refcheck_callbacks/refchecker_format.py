@@ -6,11 +6,14 @@ triplet) and writes every input field back, adding `claims` (extract), `ys` (one
 claim) and `Y` (the response: a label for strict / major, the share of each label for soft),
 labels spelled `Entailment` / `Neutral` / `Contradiction` / `Abstain`. We add one `refcheck`
 object per record with what RefChecker does not give: confidences, probabilities, evidence,
-the outcome and the record's index in the input (which `--resume` relies on).
+the outcome, and the record's index in the input and a fingerprint of it (which `--resume`
+relies on).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import Enum
 from typing import Any
 
@@ -186,11 +189,22 @@ def _claim_report(result: CheckResult, claim: Claim, verdict: Verdict) -> ClaimR
     )
 
 
+def input_hash(raw: Any) -> str:
+    """A short fingerprint of an input record, so `--resume` can tell that the input changed."""
+    canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:16]
+
+
 def extracted_record(
     raw: dict[str, Any], index: int, claims: list[Claim], extractor: str
 ) -> dict[str, Any]:
     """`extract`'s output: the input record with `claims` and our `refcheck` object added."""
-    ours = {"index": index, "extractor": extractor, "claim_count": len(claims)}
+    ours = {
+        "index": index,
+        "input_hash": input_hash(raw),
+        "extractor": extractor,
+        "claim_count": len(claims),
+    }
     return {**raw, "claims": [claim_field(c) for c in claims], OUR_FIELD: ours}
 
 
@@ -200,6 +214,7 @@ def checked_record(
     """The input record with RefChecker's output fields and our `refcheck` object added."""
     ours: dict[str, Any] = {
         "index": index,
+        "input_hash": input_hash(raw),
         "outcome": result.outcome.value,
         "extractor": result.extractor,
         "checker": result.checker,

@@ -291,3 +291,21 @@ def test_concurrent_batches_write_the_same_records_in_input_order(
         outputs[concurrency] = _jsonl(out)
     assert [r["id"] for r in outputs["4"]] == [r["id"] for r in records]
     assert [(r["ys"], r["Y"]) for r in outputs["4"]] == [(r["ys"], r["Y"]) for r in outputs["1"]]
+
+
+def test_resuming_against_a_changed_input_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    records = _generated(source, 5)
+    out = tmp_path / "out.jsonl"
+    assert refcheck_here(capsys, "extract", "--input", source, "--output", out)[0] == 0
+    assert all(len(r["refcheck"]["input_hash"]) == 16 for r in _jsonl(out))
+    records[2]["response"] = "A different answer altogether."
+    source.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    status, stderr = refcheck_here(
+        capsys, "extract", "--input", source, "--output", out, "--resume"
+    )
+    assert status == 2
+    assert "record 2 of the input differs" in stderr
+    assert len(_jsonl(out)) == 5, "the earlier results are left as they were"
