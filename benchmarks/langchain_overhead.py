@@ -1,8 +1,8 @@
 """What the LangChain handler adds to a chain's `invoke`, beside OpenInference's tracer.
 
 One LCEL RAG chain (MiniLM vector-store retriever | prompt | fake chat model | parser), run in
-three ways, interleaved call by call in a shuffled order so that drift and noise from the
-shared machine fall on all three alike:
+four ways, interleaved call by call in a shuffled order so that drift and noise from the
+shared machine fall on all of them alike:
 
 - none: no callback handler;
 - noop: a handler that does nothing: what LangChain itself charges for dispatching callbacks to
@@ -13,9 +13,11 @@ shared machine fall on all three alike:
 - openinference: `openinference-instrumentation-langchain`'s tracer alone, exporting spans
   through a `BatchSpanProcessor` (the production setup) to an exporter that discards them.
 
-A second measure takes LangChain out: the callbacks of one invoke are recorded and replayed
-straight into each handler (fresh run ids each time), interleaved, which times the handlers'
-own code alone.
+Two more measures: (1) LangChain taken out: the callbacks of one invoke are recorded and
+replayed straight into each handler (fresh run ids each time), interleaved, which times the
+handlers' own code alone; (2) CPU time instead of wall time, which a busy machine inflates
+less: the CPU the app's threads spend per invoke (process CPU minus OpenTelemetry's export
+thread), with our monitor sampling every answer out so that no checking thread runs.
 
 Both handlers are passed in `config["callbacks"]`, so the chain, the order and the callback
 machinery are the same for both; only the handler differs. The retriever's query embeddings
@@ -33,6 +35,7 @@ import json
 import os
 import random
 import statistics
+import threading
 import time
 import uuid
 import warnings
@@ -196,19 +199,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
-    encoder = SentenceEncoder()  # the chain's own: the checker's encoder lock is not shared
-    chain = build_chain(encoder)
-    outcomes: Counter[str] = Counter()
-    monitor = RefCheckMonitor(on_result=lambda result: outcomes.update([result.outcome.value]))
-    ours = RefCheckCallbackHandler(monitor)
-    theirs, provider = openinference_tracer()
-    ways: dict[str, Callable[[str], object]] = {
-        "none": lambda q: chain.invoke(q),
-        "noop": lambda q: chain.invoke(q, config={"callbacks": [_NoopHandler()]}),
-        "ours": lambda q: chain.invoke(q, config={"callbacks": [ours]}),
-        "openinference": lambda q: chain.invoke(q, config={"callbacks": [theirs]}),
-    }
+def time_invokes(
+    ways: dict[str, Callable[[str], object]],
+    iterations: int,
+    warmup: int,
+    seed: int,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> dict[str, list[float]]:
+    """Microseconds per invoke by `clock`, the ways interleaved in a shuffled order."""
     rng = random.Random(seed)
     times: dict[str, list[float]] = {name: [] for name in ways}
     order = list(ways)
@@ -216,11 +214,44 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
         question = QUESTIONS[i % len(QUESTIONS)]
         rng.shuffle(order)
         for name in order:
-            start = time.perf_counter_ns()
+            start = clock()
             ways[name](question)
-            elapsed_us = (time.perf_counter_ns() - start) / 1000
+            elapsed_us = (clock() - start) / 1000
             if i >= warmup:
                 times[name].append(elapsed_us)
+    return times
+
+
+def app_cpu_clock() -> Callable[[], int]:
+    """CPU time of the process minus OpenTelemetry's export threads: what the app's threads
+    (the caller and LangChain's executor threads) spent. Unlike wall time it does not count
+    the time other processes of a busy machine ran instead."""
+    exporters = [t.ident for t in threading.enumerate() if t.name.startswith("OtelBatch")]
+    clocks = [time.pthread_getcpuclockid(ident) for ident in exporters if ident is not None]
+
+    def clock() -> int:
+        return time.process_time_ns() - sum(time.clock_gettime_ns(c) for c in clocks)
+
+    return clock
+
+
+def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
+    encoder = SentenceEncoder()  # the chain's own: the checker's encoder lock is not shared
+    chain = build_chain(encoder)
+    outcomes: Counter[str] = Counter()
+    monitor = RefCheckMonitor(on_result=lambda result: outcomes.update([result.outcome.value]))
+    ours = RefCheckCallbackHandler(monitor)
+    theirs, provider = openinference_tracer()
+
+    def ways(handler: Any) -> dict[str, Callable[[str], object]]:
+        return {
+            "none": lambda q: chain.invoke(q),
+            "noop": lambda q: chain.invoke(q, config={"callbacks": [_NoopHandler()]}),
+            "ours": lambda q: chain.invoke(q, config={"callbacks": [handler]}),
+            "openinference": lambda q: chain.invoke(q, config={"callbacks": [theirs]}),
+        }
+
+    times = time_invokes(ways(ours), iterations, warmup, seed)
     recorder = _Recorder()
     chain.invoke(QUESTIONS[0], config={"callbacks": [recorder]})
     handler_times = time_replays(
@@ -230,8 +261,15 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
     during = dict(outcomes)
     flushed = monitor.flush(120)
     monitor.shutdown()
+    # CPU phase: no checking thread may run meanwhile, so this monitor samples every answer
+    # out; the handler does all its work up to `submit`, which then only counts a skip.
+    with RefCheckMonitor(sample_rate=0.0, exporters=[]) as idle:
+        cpu = time_invokes(
+            ways(RefCheckCallbackHandler(idle)), iterations, warmup, seed, app_cpu_clock()
+        )
     provider.shutdown()
     result = report(times, iterations, stats, flushed, ours.pending_runs)
+    result["app_cpu"] = summarize(cpu)
     result["handler_only"] = {
         "callbacks_per_run": len(recorder.calls),
         **{
@@ -246,6 +284,17 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
     result["monitor"]["outcomes_while_timing"] = during
     result["monitor"]["outcomes"] = dict(outcomes)
     return result
+
+
+def summarize(times: dict[str, list[float]]) -> dict[str, Any]:
+    """Median per way, added over `none`, and ours / OpenInference."""
+    medians = {name: statistics.median(v) for name, v in times.items()}
+    added = {name: medians[name] - medians["none"] for name in medians if name != "none"}
+    return {
+        "median_us": medians,
+        "added_median_us": added,
+        "ours_over_openinference": added["ours"] / added["openinference"],
+    }
 
 
 def report(
@@ -312,6 +361,11 @@ def print_report(result: dict[str, Any]) -> None:
         f"openinference median {only['openinference']['median_us']:.1f} "
         f"p99 {only['openinference']['p99_us']:.1f}; ratio {only['ours_over_openinference']:.2f}"
     )
+    cpu = result["app_cpu"]
+    print("app-thread CPU time per invoke (us), answers sampled out (no checking thread):")
+    for name, median in cpu["median_us"].items():
+        print(f"  {name:<14} {median:>9.1f} {cpu['added_median_us'].get(name, 0.0):>10.1f}")
+    print(f"  ours / openinference, added CPU median: {cpu['ours_over_openinference']:.2f}")
     monitor = result["monitor"]
     print(f"  background results while timing: {monitor['outcomes_while_timing']}")
     print(f"  all results: {monitor['outcomes']}; not checked: {monitor['counts'] or 'none'}")
