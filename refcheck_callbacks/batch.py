@@ -4,7 +4,8 @@ Records go through the same `Pipeline` the monitor uses, a batch at a time. Fini
 are appended to a JSON Lines working file and flushed after every batch, so an interrupted run
 loses at most the batch in flight; `resume` skips the indexes already there. A JSON output is
 assembled from the working file at the end; a `.jsonl` output is the working file itself.
-A record that cannot be read or checked is reported with its index and left out.
+A record that cannot be read or checked is reported with its index and left out. JSON is
+written ASCII-escaped, as RefChecker's `json.dump` writes it: valid whatever the text holds.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _restore_working_file(output: Path, working: Path) -> None:
     records = json.loads(output.read_text(encoding="utf-8"))
     with working.open("w", encoding="utf-8") as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.write(json.dumps(record) + "\n")
 
 
 def _assemble_json(working: Path, output: Path) -> None:
@@ -173,7 +174,7 @@ def _assemble_json(working: Path, output: Path) -> None:
     with temporary.open("w", encoding="utf-8") as handle:
         handle.write("[")
         for number, line in enumerate(lines):
-            pretty = json.dumps(json.loads(line), ensure_ascii=False, indent=2)
+            pretty = json.dumps(json.loads(line), indent=2)
             handle.write(("," if number else "") + "\n  " + pretty.replace("\n", "\n  "))
         handle.write("\n]\n")
     os.replace(temporary, output)
@@ -293,7 +294,7 @@ class BatchRun:
                 record = extracted_record(
                     pending.raw, pending.index, extraction.claims, self.extractor.name
                 )
-                lines.append(json.dumps(record, ensure_ascii=False))
+                lines.append(json.dumps(record))
             return lines
         try:
             results = await self.pipeline.run(requests)
@@ -309,7 +310,7 @@ class BatchRun:
             record = checked_record(
                 pending.raw, pending.index, result, mode, self.options.aggregator
             )
-            lines.append(json.dumps(record, ensure_ascii=False))
+            lines.append(json.dumps(record))
         return lines
 
     def _skip(self, index: int, reason: str) -> None:

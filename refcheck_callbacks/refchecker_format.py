@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from refcheck_callbacks import aggregate
 from refcheck_callbacks.aggregate import Aggregator
+from refcheck_callbacks.intake import InputLimits, RawInput, as_text, build_request
 from refcheck_callbacks.types import (
     CheckRequest,
     CheckResult,
@@ -33,6 +34,12 @@ from refcheck_callbacks.types import (
 )
 
 OUR_FIELD = "refcheck"
+FILE_LIMITS = InputLimits(
+    max_answer_chars=1_000_000,
+    max_reference_chars=20_000_000,
+    max_references=100_000,
+    max_claims=100_000,
+)
 
 
 class Mode(str, Enum):
@@ -70,6 +77,9 @@ class RefCheckerRecord(BaseModel):
                     f"claim {index} is a list of {len(claim)} items; a triplet has 3 "
                     "(head, relation, tail)"
                 )
+            parts = claim if isinstance(claim, list) else [claim]
+            if not all(part.strip() for part in parts):
+                raise ValueError(f"claim {index} is empty")
         return claims
 
 
@@ -94,6 +104,9 @@ def read_record(raw: Any, mode: Mode) -> RefCheckerRecord:
     """The validated record, or `BadRecord` with a message a user can act on."""
     if not isinstance(raw, dict):
         raise BadRecord(f"a record must be a JSON object, not {type(raw).__name__}")
+    if mode is not Mode.CHECK:
+        # Only `check` reads given claims; the others ignore them, whatever their shape.
+        raw = {key: value for key, value in raw.items() if key != "claims"}
     try:
         record = RefCheckerRecord.model_validate(raw)
     except ValidationError as exc:
@@ -114,18 +127,26 @@ def _reference_texts(record: RefCheckerRecord) -> list[str]:
     return [text for text in passages or [] if text.strip()]
 
 
-def _claim(claim: str | list[str]) -> Claim:
+def _claim(claim: str | list[str], index: int, notes: list[str]) -> str | Claim:
+    """A text claim as is (intake repairs and locates it), a triplet repaired here."""
     if isinstance(claim, str):
-        return Claim(text=claim)
-    subject, predicate, obj = claim
+        return claim
+    subject, predicate, obj = (as_text(part, f"claim {index}", notes) for part in claim)
     triplet = Triplet(subject=subject, predicate=predicate, object=obj)
     return Claim(text=triplet.as_text(), triplet=triplet)
 
 
 def to_request(record: RefCheckerRecord, mode: Mode) -> CheckRequest:
-    """The request the pipeline checks; given claims are used only by `check`."""
+    """The request the pipeline checks; given claims are used only by `check`.
+
+    Built by `intake.build_request`, so text is repaired (invalid UTF-16 surrogates from JSON
+    escapes) and every repair noted, as for the monitor; the limits are wide because a file
+    is checked offline and `ys` must keep one entry per given claim.
+    """
     passages = [record.reference] if isinstance(record.reference, str) else record.reference
-    return CheckRequest(
+    notes: list[str] = []
+    claims = record.claims if mode is Mode.CHECK else None
+    raw = RawInput(
         answer=record.response,
         question=record.question,
         references=[
@@ -133,10 +154,11 @@ def to_request(record: RefCheckerRecord, mode: Mode) -> CheckRequest:
             for number, text in enumerate(passages or [])
             if text.strip()
         ],
-        claims=[_claim(c) for c in record.claims]
-        if mode is Mode.CHECK and record.claims is not None
-        else None,
+        claims=None if claims is None else [_claim(c, i, notes) for i, c in enumerate(claims)],
     )
+    request = build_request(raw, FILE_LIMITS)
+    request.notes.extend(notes)
+    return request
 
 
 def claim_field(claim: Claim) -> str | list[str]:
@@ -191,7 +213,7 @@ def _claim_report(result: CheckResult, claim: Claim, verdict: Verdict) -> ClaimR
 
 def input_hash(raw: Any) -> str:
     """A short fingerprint of an input record, so `--resume` can tell that the input changed."""
-    canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
+    canonical = json.dumps(raw, sort_keys=True, default=str)
     return hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:16]
 
 

@@ -161,7 +161,7 @@ def test_bad_records_are_reported_by_index_and_skipped(tmp_path: Path) -> None:
         json.dumps(good),
         '{"response": "cut off',  # not JSON
         json.dumps({"question": "no response field", "reference": "text"}),
-        json.dumps({**good, "claims": [["only", "two"]]}),  # a triplet of two parts
+        json.dumps({**good, "reference": 42}),  # a reference must be text or a list of texts
         json.dumps(["not", "an", "object"]),
         json.dumps({"response": "No reference to check against."}),
         json.dumps({**good, "response": ""}),  # empty answer: a defined outcome, not an error
@@ -175,7 +175,7 @@ def test_bad_records_are_reported_by_index_and_skipped(tmp_path: Path) -> None:
     for index, reason in [
         (1, "line 2 is not valid JSON"),
         (2, "response: Field required"),
-        (3, "a triplet has 3"),
+        (3, "reference"),
         (4, "must be a JSON object"),
         (5, "'reference' is required"),
     ]:
@@ -309,3 +309,29 @@ def test_resuming_against_a_changed_input_is_refused(
     assert status == 2
     assert "record 2 of the input differs" in stderr
     assert len(_jsonl(out)) == 5, "the earlier results are left as they were"
+
+
+def test_text_is_repaired_noted_and_written_as_valid_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    reference = "At sea level, water boils at 100 degrees Celsius."
+    # A lone surrogate escape is valid JSON but not valid Unicode text; "é" must survive.
+    claim = "Water boils at 100 degrees \\ud800 at sea level, café."
+    lines = [
+        f'{{"response": "{claim}", "reference": "{reference}", "claims": ["{claim}"]}}',
+        json.dumps({"response": "x", "reference": "r", "claims": ["fine", "  "]}),
+        json.dumps({"response": "x", "reference": "r", "claims": [["only", "two"]]}),
+    ]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    status, stderr = refcheck_here(capsys, "check", "--input", source, "--output", out)
+    assert status == 3, stderr
+    assert "record 1 skipped: claims: Value error, claim 1 is empty" in stderr
+    assert "record 2 skipped: claims: Value error, claim 0 is a list of 2 items" in stderr
+    raw = out.read_text(encoding="utf-8")
+    assert raw.isascii(), "written ASCII-escaped, as RefChecker's json.dump does"
+    [record] = _jsonl(out)
+    assert record["response"].endswith("café.")
+    assert any("surrogate" in note for note in record["refcheck"]["notes"])
+    assert record["ys"] and record["refcheck"]["outcome"] == "checked"
