@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from refcheck_callbacks.aggregate import Aggregator
+from refcheck_callbacks.bench.datasets import DATASET_NAMES
 from refcheck_callbacks.components import (
     CHECKER_KINDS,
     EXTRACTOR_KINDS,
@@ -169,7 +170,9 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser.set_defaults(handler=_run_bench)
     parser.add_argument(
         "--dataset", action="append", required=True, metavar="NAME",
-        help="a dataset to load, repeatable; `all` for every dataset that loads",
+        help=f"a dataset to load, repeatable: a name ({', '.join(DATASET_NAMES)}), `all` "
+        "for every one that loads, or file:PATH for your own labelled claims (JSON Lines or "
+        'a JSON list of {"claim", "references", "label" and/or "supported", "response_id"?})',
     )  # fmt: skip
     parser.add_argument(
         "--path", type=Path, default=None,

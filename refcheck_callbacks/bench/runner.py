@@ -28,6 +28,8 @@ from refcheck_callbacks.bench.datasets import (
     default_data_dir,
     load_dataset,
 )
+from refcheck_callbacks.bench.labelled_file import PREFIX as FILE_PREFIX
+from refcheck_callbacks.bench.labelled_file import load_labelled_file
 from refcheck_callbacks.bench.metrics import LabelScores, RocCurve
 from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.extract.sentences import SentenceExtractor
@@ -271,21 +273,31 @@ def score(
     )
 
 
-def _load(options: BenchOptions, unavailable: dict[str, str]) -> dict[str, list[LabelledExample]]:
+def _dataset_names(requested: Sequence[str]) -> list[str]:
     # `all` also names the set that cannot be checked, so the report says why it is missing.
-    every = [*DATASET_NAMES, "refchecker_annotations"]
-    names = every if "all" in options.datasets else list(options.datasets)
+    every = [*DATASET_NAMES, "refchecker_annotations"] if "all" in requested else []
+    return list(dict.fromkeys([*every, *(name for name in requested if name != "all")]))
+
+
+def _load_one(name: str, options: BenchOptions) -> tuple[str, list[LabelledExample]]:
+    if name.startswith(FILE_PREFIX):
+        path = Path(name.removeprefix(FILE_PREFIX))
+        return path.stem, load_labelled_file(path)
+    return name, load_dataset(name, options.path)
+
+
+def _load(options: BenchOptions, unavailable: dict[str, str]) -> dict[str, list[LabelledExample]]:
     loaded = {}
-    for name in names:
+    for name in _dataset_names(options.datasets):
         try:
-            examples = load_dataset(name, options.path)
+            label, examples = _load_one(name, options)
         except (OSError, ValueError, KeyError) as exc:
             unavailable[name] = f"{type(exc).__name__}: {exc}"
             print(f"refcheck: dataset {name} skipped: {exc}", file=sys.stderr)
             continue
         if options.limit is not None:
             examples = subsample(examples, options.limit, options.seed)
-        loaded[name] = examples
+        loaded[label] = examples
     return loaded
 
 
