@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import BaseModel
 
@@ -325,28 +326,39 @@ def prediction_rows(
         }
 
 
+async def _score_all(
+    options: BenchOptions,
+    checkers: dict[str, Checker],
+    loaded: dict[str, list[LabelledExample]],
+    predictions: TextIO,
+) -> list[DatasetResult]:
+    results = []
+    for name, examples in loaded.items():
+        scored = []
+        for spec, checker in checkers.items():
+            progress = Progress(len(examples), f"{name} / {spec}", enabled=options.progress)
+            started = time.perf_counter()
+            verdicts = await check_examples(checker, examples, options.batch_size, progress)
+            progress.close()
+            scored.append(score(spec, examples, verdicts, time.perf_counter() - started))
+            for row in prediction_rows(spec, examples, verdicts):
+                predictions.write(json.dumps(row, ensure_ascii=False) + "\n")
+        results.append(DatasetResult(dataset=name, examples=len(examples), checkers=scored))
+    return results
+
+
 def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutcome:
     """Score every checker on every dataset that loads; write bench.json, bench.html, bench.md
     and predictions.jsonl (every example's gold and predicted label)."""
     from refcheck_callbacks.bench.report import render_html, render_markdown
 
     unavailable: dict[str, str] = {}
-    results = []
     options.output_dir.mkdir(parents=True, exist_ok=True)
+    loaded = _load(options, unavailable)
     with (options.output_dir / "predictions.jsonl").open("w", encoding="utf-8") as predictions:
-        for name, examples in _load(options, unavailable).items():
-            scored = []
-            for spec, checker in checkers.items():
-                progress = Progress(len(examples), f"{name} / {spec}", enabled=options.progress)
-                started = time.perf_counter()
-                verdicts = asyncio.run(
-                    check_examples(checker, examples, options.batch_size, progress)
-                )
-                progress.close()
-                scored.append(score(spec, examples, verdicts, time.perf_counter() - started))
-                for row in prediction_rows(spec, examples, verdicts):
-                    predictions.write(json.dumps(row, ensure_ascii=False) + "\n")
-            results.append(DatasetResult(dataset=name, examples=len(examples), checkers=scored))
+        # One event loop for the whole run: async checkers (LLM clients) may keep
+        # connections that belong to the loop they were first used on.
+        results = asyncio.run(_score_all(options, checkers, loaded, predictions))
     report = BenchReport(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         version=__version__,
