@@ -7,10 +7,14 @@ segmentation), optionally narrowed to the top-k segments per claim by MiniLM sim
 deduplicated, looked up in an LRU cache, and only then tokenised, sorted by length and packed
 into batches by a token budget (see `pair_batching`). Per-segment labels are merged with
 RefChecker's rule (see `merge`). On CUDA the model runs in bf16 (fp16 where bf16 is missing).
+
+    monitor = RefCheckMonitor(checker=NLIChecker(top_k_segments=4))  # DeBERTa-v3-large NLI
+    monitor = RefCheckMonitor(checker=NLIChecker("/models/my-minicheck", labels={...}))
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
@@ -36,7 +40,16 @@ _DTYPES = ("float32", "bfloat16", "float16")
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 Pair = tuple[str, str]
-"""(claim, segment text): the unit the model scores and the cache key."""
+"""(claim, segment text): the unit the model scores."""
+
+
+def _digest(*texts: str) -> bytes:
+    """A 128-bit key for cached texts: a cache entry costs bytes, not a copy of a segment."""
+    hasher = hashlib.blake2b(digest_size=16)
+    for text in texts:
+        hasher.update(text.encode("utf-8", "surrogatepass"))
+        hasher.update(b"\x00")
+    return hasher.digest()
 
 
 class _LRU(Generic[K, V]):
@@ -149,10 +162,10 @@ class NLIChecker(SyncChecker):
         self._encoder = encoder
         self.budget = TokenBudget(tokens=batch_tokens, max_rows=max_batch_size)
         self.counts = NLICounts()
-        self._pair_cache: _LRU[Pair, tuple[float, ...]] = _LRU(cache_size)
-        self._segment_cache: _LRU[str, tuple[tuple[int, int], ...]] = _LRU(4096)
+        self._pair_cache: _LRU[bytes, tuple[float, ...]] = _LRU(cache_size)
+        self._segment_cache: _LRU[bytes, tuple[tuple[int, int], ...]] = _LRU(4096)
         self._lock = threading.Lock()
-        logger.info("refcheck: NLI model %s on %s (%s)", self.model_name, self.device, dtype)
+        logger.info("refcheck: NLI model %s on %s (%s)", self.model_name, self.device, self.dtype)
 
     def _pick_device(self, device: str) -> str:
         if device != "auto":
@@ -172,7 +185,7 @@ class NLIChecker(SyncChecker):
     @property
     def encoder(self) -> SentenceEncoder:
         if self._encoder is None:
-            self._encoder = SentenceEncoder()
+            self._encoder = SentenceEncoder(device=self.device)
         return self._encoder
 
     def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
@@ -206,7 +219,8 @@ class NLIChecker(SyncChecker):
         """Token-bounded segments of every reference; each text is split once, then cached."""
         out: list[Segment] = []
         for index, reference in enumerate(references):
-            spans = self._segment_cache.get(reference.text)
+            key = _digest(reference.text)
+            spans = self._segment_cache.get(key)
             if spans is None:
                 spans = tuple(
                     (s.start, s.end)
@@ -217,7 +231,7 @@ class NLIChecker(SyncChecker):
                         count_tokens=self._count_tokens,
                     )
                 )
-                self._segment_cache.put(reference.text, spans)
+                self._segment_cache.put(key, spans)
             out.extend(Segment(index, s, e, reference.text[s:e]) for s, e in spans)
         return out
 
@@ -251,7 +265,7 @@ class NLIChecker(SyncChecker):
         rows: dict[Pair, tuple[float, ...]] = {}
         missing: list[Pair] = []
         for pair in dict.fromkeys(pairs):
-            cached = self._pair_cache.get(pair)
+            cached = self._pair_cache.get(_digest(*pair))
             if cached is None:
                 missing.append(pair)
             else:
@@ -259,7 +273,7 @@ class NLIChecker(SyncChecker):
                 self.counts.cache_hits += 1
         for pair, row in zip(missing, self._score(missing), strict=True):
             rows[pair] = row
-            self._pair_cache.put(pair, row)
+            self._pair_cache.put(_digest(*pair), row)
         return rows
 
     def _score(self, pairs: Sequence[Pair]) -> list[tuple[float, ...]]:
