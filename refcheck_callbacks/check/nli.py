@@ -30,6 +30,7 @@ from refcheck_callbacks.check.nli_labels import LabelScheme, LabelSchemeError, r
 from refcheck_callbacks.check.pair_batching import TokenBudget, padded_length, run_packed
 from refcheck_callbacks.check.segments import Segment, segment_text
 from refcheck_callbacks.logs import logger
+from refcheck_callbacks.text import sentence_spans
 from refcheck_callbacks.types import CheckItem, Label, Reference, Verdict
 
 DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
@@ -241,10 +242,22 @@ class NLIChecker(SyncChecker):
     def _preselect(
         self, items: Sequence[CheckItem], segments: list[list[Segment]]
     ) -> list[list[Segment]]:
-        """Each claim's `top_k_segments` segments closest in meaning (MiniLM cosine)."""
+        """Each claim's `top_k_segments` segments closest in meaning.
+
+        A segment scores the MiniLM cosine of its closest sentence: a claim usually restates
+        one sentence, and a whole segment would be cut at the encoder's input limit.
+        """
         k = self.top_k_segments or 0
-        texts = list({item.claim.text: None for item in items}) + list(
-            {s.text: None for item_segments in segments for s in item_segments}
+        sentences = {
+            s.text: [s.text[a:b] for a, b in sentence_spans(s.text)] or [s.text]
+            for item_segments in segments
+            if len(item_segments) > k
+            for s in item_segments
+        }
+        texts = list(
+            dict.fromkeys(
+                [item.claim.text for item in items] + [t for ts in sentences.values() for t in ts]
+            )
         )
         vectors = self.encoder.encode(texts)
         row_of = {text: row for row, text in enumerate(texts)}
@@ -253,10 +266,13 @@ class NLIChecker(SyncChecker):
             if len(item_segments) <= k:
                 chosen.append(item_segments)
                 continue
-            sims = (
-                vectors[[row_of[s.text] for s in item_segments]] @ vectors[row_of[item.claim.text]]
-            )
-            chosen.append([item_segments[i] for i in sims.argsort()[::-1][:k]])
+            claim = vectors[row_of[item.claim.text]]
+            scores = [
+                float((vectors[[row_of[t] for t in sentences[s.text]]] @ claim).max())
+                for s in item_segments
+            ]
+            best = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:k]
+            chosen.append([item_segments[i] for i in best])
         return chosen
 
     def _rows(self, pairs: Sequence[Pair]) -> dict[Pair, tuple[float, ...]]:
