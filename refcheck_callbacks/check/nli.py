@@ -153,6 +153,8 @@ class NLIChecker(SyncChecker):
         self._claim_limit = (
             self.max_length - self.tokenizer.num_special_tokens_to_add(pair=True)
         ) - _MIN_PREMISE_TOKENS
+        if self._claim_limit <= 0:
+            raise ValueError(f"max_length {self.max_length} leaves no room for a claim")
         self.segment_tokens = segment_tokens or min(256, self.max_length // 2)
         if self.segment_tokens >= self.max_length:
             raise ValueError(f"segment_tokens must be below max_length ({self.max_length})")
@@ -237,7 +239,8 @@ class NLIChecker(SyncChecker):
         return out
 
     def _count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        # verbose=False: counting a long reference is not feeding it to the model.
+        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
     def _preselect(
         self, items: Sequence[CheckItem], segments: list[list[Segment]]

@@ -318,6 +318,8 @@ def test_empty_references_are_neutral_and_bad_options_are_refused(
         NLIChecker(model_dirs["bert"], max_length=64, segment_tokens=64)
     with pytest.raises(ValueError, match="top_k_segments"):
         NLIChecker(model_dirs["bert"], top_k_segments=0)
+    with pytest.raises(ValueError, match="leaves no room for a claim"):
+        NLIChecker(model_dirs["bert"], max_length=16, segment_tokens=8)
 
 
 def test_bfloat16_runs_when_asked(model_dirs: dict[str, Path]) -> None:
