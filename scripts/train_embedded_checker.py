@@ -58,6 +58,8 @@ FOLDS = 5
 INNER_FOLDS = 3
 BASELINES = {"raw similarity": "sim_top1", "lexical overlap": "coverage_all"}
 THREE_WAY = ("climate_fever", "wice")
+SYNTHETIC = 3000
+"""Perturbed supported claims (changed figure, flipped negation) added as unsupported."""
 REGULARISATION = 0.05
 """Inverse L2 strength of the logistic heads; 0.05 and 0.5 were tried, 0.05 generalised better."""
 
@@ -187,6 +189,17 @@ def dataset_weights(items: list[Item]) -> Any:
     return np.array([len(items) / (len(counts) * counts[item.dataset]) for item in items])
 
 
+def balanced_weights(items: list[Item]) -> Any:
+    """Every (set, supported) cell weighs the same: a claim's score is then comparable across
+    sets whatever their share of supported claims, so one threshold serves them all."""
+    cells: dict[tuple[str, bool], int] = {}
+    for item in items:
+        cells[(item.dataset, item.supported)] = cells.get((item.dataset, item.supported), 0) + 1
+    return np.array(
+        [len(items) / (len(cells) * cells[(item.dataset, item.supported)]) for item in items]
+    )
+
+
 def fit_head(x: Any, y: Any, weights: Any) -> Head:
     model = LogisticRegression(C=REGULARISATION, max_iter=3000)
     model.fit(x, y, sample_weight=weights)
@@ -283,7 +296,8 @@ def train(x: Any, items: list[Item], columns: Any) -> EmbeddedModel:
     is_contra = np.array([item.label is Label.CONTRADICTION for item in items])
     # Perturbed claims are unsupported by construction: they teach the support head that a
     # changed figure or an added negation matters even where the sets rarely show one.
-    support = fit_support_head(z, supported, weights)
+    balanced = balanced_weights(items)
+    support = fit_support_head(z, supported, balanced)
     contradiction = fit_head(z[contra_rows], is_contra[contra_rows], None)
     oof_support = np.zeros(len(items))
     oof_contra = np.zeros(len(items))
@@ -292,7 +306,7 @@ def train(x: Any, items: list[Item], columns: Any) -> EmbeddedModel:
     for train_rows, test_rows in splitter.split(z, supported, groups):
         tr = np.zeros(len(items), bool)
         tr[train_rows] = True
-        s = fit_support_head(z[tr], supported[tr], weights[tr])
+        s = fit_support_head(z[tr], supported[tr], balanced[tr])
         oof_support[test_rows] = head_logit(s, z[test_rows])
         c = fit_head(z[tr & contra_rows], is_contra[tr & contra_rows], None)
         oof_contra[test_rows] = head_logit(c, z[test_rows])
@@ -456,7 +470,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     CACHE.mkdir(parents=True, exist_ok=True)
     real = load_items()
-    items = real + synthetic_contradictions(real, limit=800)
+    items = real + synthetic_contradictions(real, limit=SYNTHETIC)
     tokenizer = load_tokenizer(bundled_minilm_path())
     arrays = static_arrays(items, tokenizer)
     static = StaticEmbeddings.from_arrays(arrays, tokenizer)

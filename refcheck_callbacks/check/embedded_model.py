@@ -166,10 +166,14 @@ class EmbeddedModel:
         )
 
     def label(self, probabilities: Any) -> Label:
-        """Entailment above the threshold; otherwise the likelier of contradiction and neutral."""
-        if probabilities[0] >= self.entailment_threshold:
+        """Contradiction when it is the likeliest label; else entailment at or above the
+        threshold; else the likelier of neutral and contradiction."""
+        entailment, neutral, contradiction = probabilities
+        if contradiction > max(entailment, neutral):
+            return Label.CONTRADICTION
+        if entailment >= self.entailment_threshold:
             return Label.ENTAILMENT
-        return Label.CONTRADICTION if probabilities[2] > probabilities[1] else Label.NEUTRAL
+        return Label.CONTRADICTION if contradiction > neutral else Label.NEUTRAL
 
     def arrays(self) -> dict[str, Any]:
         return {

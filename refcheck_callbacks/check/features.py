@@ -15,6 +15,7 @@ Imports numpy: only the embedded checker loads this module, and only when it fir
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -50,8 +51,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     "sim_top2",
     "sim_mean_top",
     "sim_gap",
-    "part_sim_min",
-    "part_sim_mean",
+    "clause_sim_min",
+    "clause_sim_mean",
+    "clause_coverage_min",
     "sim_window",
     "align_top",
     "align_top_low",
@@ -156,6 +158,19 @@ def _alignment(
     )
 
 
+_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:and|but|while|whereas|which|because)\s+")
+MIN_CLAUSE_WORDS = 3
+
+
+def _clauses(sentences: list[str]) -> list[str]:
+    """The claim's clauses: a claim is only supported if each of its parts is."""
+    parts = []
+    for sentence in sentences:
+        pieces = [p for p in _CLAUSE_BREAK.split(sentence) if len(p.split()) >= MIN_CLAUSE_WORDS]
+        parts += pieces or [sentence]
+    return parts
+
+
 def _copy_rate(
     claim_words: list[str], evidence_grams: AbstractSet[tuple[str, ...]], n: int
 ) -> float:
@@ -169,8 +184,9 @@ def claim_features(
     """The feature vector of one claim against its request's prepared references."""
     if not references.segments:
         return ClaimFeatures(np.zeros(len(FEATURE_NAMES), dtype=np.float32), [])
-    part_texts = [claim[start:end] for start, end in sentence_spans(claim)] or [claim]
-    ids = static.token_ids([claim, *part_texts] if len(part_texts) > 1 else [claim])
+    sentences = [claim[start:end] for start, end in sentence_spans(claim)] or [claim]
+    parts = _clauses(sentences)
+    ids = static.token_ids([claim, *parts] if len(parts) > 1 else [claim])
     vectors = static.embed(ids)
     claim_ids = np.unique(ids[0])
     weights = static.weights[claim_ids]
@@ -218,6 +234,7 @@ def claim_features(
         float(top_sims[0] - sims.mean()),
         float(part_best.min()),
         float(part_best.mean()),
+        min(1.0 - unmatched_share(set(content_tokens(part)), references.words) for part in parts),
         float(window @ vectors[0]),
         align_top,
         align_top_low,
@@ -241,7 +258,7 @@ def claim_features(
         float(negation),
         negation_flip,
         math.log1p(len(claim_words)),
-        float(len(part_texts)),
+        float(len(sentences)),
         math.log1p(references.word_count),
         math.log1p(len(references.segments)),
         top_sims[0] * numbers_top,

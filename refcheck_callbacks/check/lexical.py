@@ -81,6 +81,7 @@ def unmatched_numbers(claim: str, evidence: str) -> set[str]:
     return numbers(claim) - numbers(evidence)
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
 _CAPITALISED = re.compile(r"\b[A-Z][\w’'-]*|\b\d{4}\b")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
@@ -95,7 +96,7 @@ def entities(text: str) -> set[str]:
     """
     found = set()
     for match in _CAPITALISED.finditer(text):
-        word = match.group().lower()
+        word = _POSSESSIVE.sub("", match.group().lower())
         if word in STOPWORDS or _opens_sentence(text, match.start()):
             continue
         found.add(word)
