@@ -6,7 +6,12 @@
 Seeded and deterministic. Steps:
 1. Distil a static token table from the bundled MiniLM (PCA to 256 dimensions, int8) and
    SIF token weights from token counts in the data's texts (no labels involved).
-2. Compute `features.FEATURE_NAMES` for every labelled example of every loadable set.
+2. Compute `features.FEATURE_NAMES` for every labelled example of every loadable set, plus
+   3,000 perturbed supported claims (a figure changed, a negation added or dropped) that
+   count as unsupported contradictions: the sets rarely show such edits, users make them.
+   Heads: support = mean logit of a logistic regression and boosted trees, trained with every
+   (set, supported) cell weighing the same; contradiction = logistic regression on
+   Climate-FEVER (REFUTES vs NOT_ENOUGH_INFO), WiCE's neutrals and the perturbed claims.
 3. Five-fold cross-validation split by `LabelledExample.group` (no text on both sides),
    pooled over the sets. Inside each training part, an inner split gives out-of-fold logits
    for Platt scaling and the entailment threshold, so nothing is tuned on the test fold.
