@@ -20,6 +20,7 @@ from typing import Any
 from refcheck_callbacks._optional import require
 from refcheck_callbacks.check.base import SyncChecker
 from refcheck_callbacks.check.encoder import SentenceEncoder, bundled_minilm_path
+from refcheck_callbacks.logs import logger
 from refcheck_callbacks.types import CharSpan, CheckItem, Evidence, Label, Verdict
 
 
@@ -108,6 +109,7 @@ class EmbeddedChecker(SyncChecker):
                     )
                 verdicts.append(self._verdict(runtime, item, prepared[item.request_id]))
             except Exception as exc:  # one bad claim must not fail its whole batch
+                logger.warning("embedded checker failed on a claim", exc_info=True)
                 verdicts.append(
                     Verdict(label=None, error=f"embedded checker failed: {type(exc).__name__}")
                 )

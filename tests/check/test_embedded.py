@@ -134,6 +134,16 @@ def test_a_claim_without_references_is_neutral(embedded_checker: EmbeddedChecker
     assert verdict.explanation == "no reference text"
 
 
+def test_a_claim_the_tokenizer_rejects_fails_alone(embedded_checker: EmbeddedChecker) -> None:
+    # A lone surrogate cannot be tokenised (the monitor's intake repairs it; a direct caller
+    # may not): that claim gets an error verdict, its neighbour in the batch is still checked.
+    bad, good = embedded_checker.check_batch(
+        _items(["bad \ud800 claim", "The Eiffel Tower is 330 metres tall."], [EIFFEL])
+    )
+    assert bad.label is None and bad.error is not None and "TypeError" in bad.error
+    assert good.label is Label.ENTAILMENT
+
+
 def test_the_checker_runs_in_the_monitor(monitor: RefCheckMonitor, sink: ResultSink) -> None:
     result = monitor.check(
         question="How tall is the Eiffel Tower?",
