@@ -322,15 +322,26 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--top-k", type=int, default=3, help="preselection run's k")
     parser.add_argument("--engine-batch", type=int, default=16, help="answers per call")
-    parser.add_argument("--batch-tokens", type=int, default=16_384)
+    parser.add_argument("--batch-tokens", type=int, default=32_768)
     parser.add_argument("--quick", action="store_true", help="20 answers: a smoke run")
     parser.add_argument("--skip-refchecker", action="store_true", help="ours only (GPU runs)")
     parser.add_argument("--skip-top-k", action="store_true", help="no preselection run")
     parser.add_argument("--tokenizer", type=Path, help="tokenizer dir (default: bundled MiniLM)")
     parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="torch threads for both checkers; 1 gives steady CPU times on a shared machine, "
+        "where a waiting second thread burns CPU time while its partner is descheduled",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     answers = 20 if args.quick else args.answers
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # RefChecker's process inherits it
+        import torch
+
+        torch.set_num_threads(args.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -360,6 +371,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "model": f"RoBERTa {args.size} {SIZES[args.size]} (random weights), {args.device}",
         "workload": f"{answers} answers x {args.claims} claims x {args.references} references",
+        "threads": args.threads or "torch default",
         "pairs": pairs,
         "ours": _rates(ours, answers, pairs),
         "ours_model_tflops_per_s": flops / ours["seconds"] / 1e12,

@@ -101,7 +101,9 @@ class NLIChecker(SyncChecker):
         dtype: "auto" (bf16 / fp16 on CUDA, fp32 elsewhere), "float32", "bfloat16" or "float16".
         max_length: tokens per (segment, claim) pair; the segment is truncated, the claim never.
             Default: the tokenizer's limit, at most 512.
-        batch_tokens: padded tokens per model batch (rows x padded length).
+        batch_tokens: padded tokens per model batch (rows x padded length). The default was the
+            fastest on a 2-core CPU (16k: 15% slower, 4k: 3x slower); on a GPU it is well
+            within memory for large models, and an out-of-memory error halves it anyway.
         max_batch_size: rows per model batch.
         segment_tokens, segment_overlap_tokens: the reference segmentation, in model tokens.
             Default: half of max_length (at most 256), an eighth of that as overlap.
@@ -124,8 +126,8 @@ class NLIChecker(SyncChecker):
         device: str = "auto",
         dtype: str = "auto",
         max_length: int | None = None,
-        batch_tokens: int = 16_384,
-        max_batch_size: int = 256,
+        batch_tokens: int = 32_768,
+        max_batch_size: int = 512,
         segment_tokens: int | None = None,
         segment_overlap_tokens: int | None = None,
         top_k_segments: int | None = None,
