@@ -37,7 +37,7 @@ CHECKER_KINDS: dict[str, _Kind] = {
         "refcheck_callbacks.check.embedded",
         "EmbeddedChecker",
         None,
-        "offline, on the bundled MiniLM: CPU, no key, no download (default)",
+        "offline learned checker on static MiniLM vectors: CPU, no key, no download (default)",
     ),
     "nli": _Kind(
         "refcheck_callbacks.check.nli",
