@@ -212,7 +212,7 @@ def run_ours(
     device: str,
     top_k: int | None,
     batch: int,
-    batch_tokens: int,
+    batch_tokens: int | None,
 ) -> dict[str, Any]:
     from refcheck_callbacks.check.nli import NLIChecker
 
@@ -274,7 +274,9 @@ def model_flops(model_dir: Path, workload: dict[str, Any], max_length: int = 512
     return sum(2 * parameters * t + 4 * layers * h * t * t for t in lengths)
 
 
-def padded_tokens(model_dir: Path, workload: dict[str, Any], batch_tokens: int) -> dict[str, int]:
+def padded_tokens(
+    model_dir: Path, workload: dict[str, Any], batch_tokens: int | None
+) -> dict[str, int]:
     """Tokens each checker feeds its model, padding included: where a CPU saving comes from.
 
     RefChecker: batches of 16 pairs in input order, padded to the longest; ours: sorted and
@@ -290,7 +292,7 @@ def padded_tokens(model_dir: Path, workload: dict[str, Any], batch_tokens: int) 
         len(ids) for ids in tokenizer([s for s, _ in flat], [c for _, c in flat])["input_ids"]
     ]
     theirs = sum(16 * max(lengths[i : i + 16]) for i in range(0, len(lengths), 16))
-    budget, ours, cursor = TokenBudget(batch_tokens, 256), 0, 0
+    budget, ours, cursor = TokenBudget(batch_tokens or 8_192, 512), 0, 0
     ordered = sorted(lengths, reverse=True)
     while cursor < len(ordered):
         rows = budget.rows_for(ordered[cursor])
@@ -322,7 +324,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--top-k", type=int, default=3, help="preselection run's k")
     parser.add_argument("--engine-batch", type=int, default=16, help="answers per call")
-    parser.add_argument("--batch-tokens", type=int, default=32_768)
+    parser.add_argument("--batch-tokens", type=int, help="default: the checker's")
     parser.add_argument("--quick", action="store_true", help="20 answers: a smoke run")
     parser.add_argument("--skip-refchecker", action="store_true", help="ours only (GPU runs)")
     parser.add_argument("--skip-top-k", action="store_true", help="no preselection run")
