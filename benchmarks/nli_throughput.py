@@ -24,8 +24,10 @@ Measured 2026-11-21 on the shared 2-core dev machine, "small" model, 12,400 pair
 identical on every claim and every compared pair: with `--threads 1` (steady CPU times) ours
 took 44.9 CPU s against RefChecker's 57.6 (1.28x answers per CPU second; 1.54x wall). That is
 about the padding RefChecker spends (2.84M padded tokens against our 2.07M for 2.02M real
-ones): on a CPU, fp32 and identical labels leave little else to save. Runs with two threads
-on the loaded machine gave 1.4x to 2.7x, swinging with the other load. Top-3 preselection cut
+ones): on a CPU, fp32 and identical labels leave little else to save. Four runs with torch's
+default two threads gave 1.0x, 2.5x, 3.2x and 8.7x wall (RefChecker 74 s to 487 s, ours 28 s
+to 155 s), swinging with the other load: RefChecker's 16-pair batches make its two threads
+wait on each other far more often. Top-3 preselection cut
 pairs by 61% but ran slower here: the MiniLM it embeds sentences with is larger than this toy
 NLI model; it pays off only with a real-size NLI model.
 """
