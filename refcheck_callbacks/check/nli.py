@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -31,7 +31,7 @@ from refcheck_callbacks.check.pair_batching import TokenBudget, padded_length, r
 from refcheck_callbacks.check.segments import Segment, segment_text
 from refcheck_callbacks.logs import logger
 from refcheck_callbacks.text import sentence_spans
-from refcheck_callbacks.types import CheckItem, Label, Reference, Verdict
+from refcheck_callbacks.types import CheckItem, Label, Verdict
 
 DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
 _MIN_PREMISE_TOKENS = 16
@@ -136,6 +136,7 @@ class NLIChecker(SyncChecker):
         cache_size: int = 100_000,
     ) -> None:
         self._torch = require("torch", "nli")
+        self._np = require("numpy", "nli")
         transformers = require("transformers", "nli")
         transformers.utils.logging.disable_progress_bar()
         if top_k_segments is not None and top_k_segments <= 0:
@@ -198,10 +199,19 @@ class NLIChecker(SyncChecker):
 
     def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
         with self._lock:
-            segments = [self._segments(item.references) for item in items]
+            spans = self._reference_spans({r.text for item in items for r in item.references})
+            segments = [
+                [
+                    Segment(index, start, end, reference.text[start:end])
+                    for index, reference in enumerate(item.references)
+                    for start, end in spans[reference.text]
+                ]
+                for item in items
+            ]
             if self.top_k_segments is not None:
                 segments = self._preselect(items, segments)
-            fits = [self._count_tokens(item.claim.text) <= self._claim_limit for item in items]
+            claim_tokens = self._token_counts([item.claim.text for item in items])
+            fits = [claim_tokens[item.claim.text] <= self._claim_limit for item in items]
             pairs = [
                 (item.claim.text, segment.text)
                 for item, item_segments, ok in zip(items, segments, fits, strict=True)
@@ -223,29 +233,48 @@ class NLIChecker(SyncChecker):
             rows = self._rows(pairs)
         return [self.scheme.probabilities(rows[pair]) for pair in pairs]
 
-    def _segments(self, references: Sequence[Reference]) -> list[Segment]:
-        """Token-bounded segments of every reference; each text is split once, then cached."""
-        out: list[Segment] = []
-        for index, reference in enumerate(references):
-            key = _digest(reference.text)
-            spans = self._segment_cache.get(key)
-            if spans is None:
-                spans = tuple(
-                    (s.start, s.end)
-                    for s in segment_text(
-                        reference.text,
-                        max_tokens=self.segment_tokens,
-                        overlap_tokens=self.segment_overlap_tokens,
-                        count_tokens=self._count_tokens,
-                    )
+    def _reference_spans(self, texts: Iterable[str]) -> dict[str, tuple[tuple[int, int], ...]]:
+        """Segment spans of each distinct reference text; each text is split once, then cached.
+
+        The sentences of every uncached text are counted in one tokenizer call: one call per
+        sentence cost more than the split itself.
+        """
+        spans: dict[str, tuple[tuple[int, int], ...]] = {}
+        missing: list[str] = []
+        for text in texts:
+            cached = self._segment_cache.get(_digest(text))
+            if cached is None:
+                missing.append(text)
+            else:
+                spans[text] = cached
+        counts = self._token_counts(
+            [text[a:b] for text in missing for a, b in sentence_spans(text)]
+        )
+        for text in missing:
+            spans[text] = tuple(
+                (s.start, s.end)
+                for s in segment_text(
+                    text,
+                    max_tokens=self.segment_tokens,
+                    overlap_tokens=self.segment_overlap_tokens,
+                    # Pieces of an over-long sentence are not among the pre-counted sentences.
+                    count_tokens=lambda t: counts[t] if t in counts else self._count_tokens(t),
                 )
-                self._segment_cache.put(key, spans)
-            out.extend(Segment(index, s, e, reference.text[s:e]) for s, e in spans)
-        return out
+            )
+            self._segment_cache.put(_digest(text), spans[text])
+        return spans
+
+    def _token_counts(self, texts: Sequence[str]) -> dict[str, int]:
+        """Tokens in each distinct text (no special tokens), from one batched tokenizer call."""
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return {}
+        # verbose=False: counting a long reference is not feeding it to the model.
+        ids = self.tokenizer(distinct, add_special_tokens=False, verbose=False)["input_ids"]
+        return {text: len(row) for text, row in zip(distinct, ids, strict=True)}
 
     def _count_tokens(self, text: str) -> int:
-        # verbose=False: counting a long reference is not feeding it to the model.
-        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        return self._token_counts([text])[text]
 
     def _preselect(
         self, items: Sequence[CheckItem], segments: list[list[Segment]]
@@ -304,32 +333,73 @@ class NLIChecker(SyncChecker):
         """Softmax rows for pairs: tokenised once, then sorted and packed by the token budget."""
         if not pairs:
             return []
-        encodings = self.tokenizer(
-            [segment for _, segment in pairs],
-            [claim for claim, _ in pairs],
-            truncation="only_first",
-            max_length=self.max_length,
-        )
-        features = [{key: encodings[key][i] for key in encodings} for i in range(len(pairs))]
+        encoded = self._encode(pairs)
         self.counts.pairs_scored += len(pairs)
         return run_packed(
-            [len(f["input_ids"]) for f in features],
+            [len(ids) for ids, _ in encoded],
             self.budget,
-            lambda batch: self._forward([features[i] for i in batch]),
+            lambda batch: self._forward([encoded[i] for i in batch]),
             self._is_oom,
             self._on_oom,
         )
 
-    def _forward(self, features: list[dict[str, list[int]]]) -> list[tuple[float, ...]]:
+    def _encode(self, pairs: Sequence[Pair]) -> list[tuple[list[int], list[int]]]:
+        """(token ids, token type ids) of each pair, the segment truncated to fit `max_length`.
+
+        The same ids as `tokenizer(segments, claims, truncation="only_first")`, which encodes
+        both texts of every pair; but a segment recurs for every claim checked against it, so
+        each distinct text is encoded once and the tokenizer's own post-processor joins,
+        truncates and marks each pair.
+        """
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is None:  # a Python-only tokenizer has no post-processor to reuse
+            encodings = self.tokenizer(
+                [segment for _, segment in pairs],
+                [claim for claim, _ in pairs],
+                truncation="only_first",
+                max_length=self.max_length,
+                return_token_type_ids=True,
+            )
+            return list(zip(encodings["input_ids"], encodings["token_type_ids"], strict=True))
+        backend.no_padding()
+        backend.enable_truncation(self.max_length, strategy="only_first")
+        texts = list(dict.fromkeys(text for pair in pairs for text in pair))
+        encoded = dict(
+            zip(texts, backend.encode_batch(texts, add_special_tokens=False), strict=True)
+        )
+        joined = [
+            backend.post_process(encoded[segment], encoded[claim]) for claim, segment in pairs
+        ]
+        return [(encoding.ids, encoding.type_ids) for encoding in joined]
+
+    def _forward(self, encoded: list[tuple[list[int], list[int]]]) -> list[tuple[float, ...]]:
         torch = self._torch
-        longest = max(len(f["input_ids"]) for f in features)
+        longest = max(len(ids) for ids, _ in encoded)
         target = min(padded_length(longest, self.budget.pad_multiple), self.max_length)
-        batch = self.tokenizer.pad(
-            features, padding="max_length", max_length=target, return_tensors="pt"
-        ).to(self.device)
+        batch = {
+            name: torch.from_numpy(array).to(self.device)
+            for name, array in self._padded(encoded, target).items()
+        }
         with torch.inference_mode():
             logits = self.model(**batch).logits
         return [tuple(row) for row in logits.float().softmax(dim=-1).cpu().tolist()]
+
+    def _padded(self, encoded: list[tuple[list[int], list[int]]], length: int) -> dict[str, Any]:
+        """The model inputs as `tokenizer.pad(..., padding="max_length")` builds them, but
+        filled straight into arrays instead of through per-row Python dictionaries."""
+        np, tokenizer = self._np, self.tokenizer
+        shape = (len(encoded), length)
+        ids = np.full(shape, tokenizer.pad_token_id, dtype=np.int64)
+        types = np.full(shape, tokenizer.pad_token_type_id, dtype=np.int64)
+        mask = np.zeros(shape, dtype=np.int64)
+        left = tokenizer.padding_side == "left"
+        for row, (row_ids, row_types) in enumerate(encoded):
+            cols = slice(length - len(row_ids), length) if left else slice(0, len(row_ids))
+            ids[row, cols] = row_ids
+            types[row, cols] = row_types
+            mask[row, cols] = 1
+        inputs = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+        return {name: inputs[name] for name in tokenizer.model_input_names if name in inputs}
 
     def _is_oom(self, error: BaseException) -> bool:
         torch = self._torch

@@ -29,6 +29,7 @@ from refcheck_callbacks.check.encoder import SentenceEncoder, bundled_minilm_pat
 from refcheck_callbacks.check.merge import merge_label
 from refcheck_callbacks.check.nli import NLIChecker
 from refcheck_callbacks.check.nli_labels import LabelSchemeError
+from refcheck_callbacks.check.segments import segment_text
 from refcheck_callbacks.types import CheckItem, Claim, Label, Outcome, Reference, Verdict
 
 E, N, C = Label.ENTAILMENT, Label.NEUTRAL, Label.CONTRADICTION
@@ -339,3 +340,32 @@ def test_checks_answers_through_the_monitor(minilm_nli: NLIChecker) -> None:
     assert result.checker == "nli"
     assert len(result.verdicts) == len(result.claims) == 2
     assert all(v.label is not None and v.evidence for v in result.verdicts)
+
+
+def test_model_inputs_and_segments_match_the_tokenizers_own_calls(minilm_nli: NLIChecker) -> None:
+    """The fast path (each text encoded once, arrays filled directly, sentences counted in one
+    call) feeds the model exactly what the tokenizer's pair call and `pad` would."""
+    long_reference = " ".join(REFERENCES * 6)  # longer than max_length: the segment is cut
+    pairs = [(claim, segment) for claim in CLAIMS[:3] for segment in [*REFERENCES, long_reference]]
+    encoded = minilm_nli._encode(pairs)
+    target = max(len(ids) for ids, _ in encoded)
+    assert target == minilm_nli.max_length  # the long reference was cut to fit
+    want = minilm_nli.tokenizer(
+        [segment for _, segment in pairs],
+        [claim for claim, _ in pairs],
+        truncation="only_first",
+        max_length=target,
+        padding="max_length",
+    )
+    got = minilm_nli._padded(encoded, target)
+    assert set(got) == {"input_ids", "token_type_ids", "attention_mask"}
+    for name, array in got.items():
+        assert array.tolist() == want[name]
+    one_at_a_time = segment_text(
+        long_reference,
+        max_tokens=minilm_nli.segment_tokens,
+        overlap_tokens=minilm_nli.segment_overlap_tokens,
+        count_tokens=lambda t: len(minilm_nli.tokenizer(t, add_special_tokens=False)["input_ids"]),
+    )
+    spans = minilm_nli._reference_spans([long_reference])[long_reference]
+    assert spans == tuple((s.start, s.end) for s in one_at_a_time)
