@@ -2,6 +2,7 @@
 
     python scripts/train_embedded_checker.py            # cross-validate, then train and write
     python scripts/train_embedded_checker.py --no-write # cross-validate only
+    python scripts/train_embedded_checker.py --full-minilm  # also full-MiniLM rows (no write)
 
 Seeded and deterministic. Steps:
 1. Distil a static token table from the bundled MiniLM (PCA to 256 dimensions, int8) and
@@ -16,7 +17,9 @@ Seeded and deterministic. Steps:
    pooled over the sets. Inside each training part, an inner split gives out-of-fold logits
    for Platt scaling and the entailment threshold, so nothing is tuned on the test fold.
    The raw-similarity and lexical-overlap baselines run through the same procedure with one
-   feature each.
+   feature each. `--full-minilm` adds the raw-similarity baseline with the full MiniLM
+   transformer (claim vs every segment, about 15 minutes once, cached per set) and the
+   learned model with full-MiniLM cosines to its top one or two static segments as features.
 4. Train on everything the same way and write `embedded_model.npz` / `.json`.
 Embeddings and features are cached in build/embedded_checker (gitignored).
 """
@@ -51,7 +54,6 @@ from refcheck_callbacks.check.embedded import EmbeddedChecker
 from refcheck_callbacks.check.embedded_model import Blend, EmbeddedModel, Head, Trees, save_model
 from refcheck_callbacks.check.encoder import SentenceEncoder, bundled_minilm_path
 from refcheck_callbacks.check.features import FEATURE_NAMES, claim_features, prepare_references
-from refcheck_callbacks.check.segments import segment_references
 from refcheck_callbacks.check.static_embeddings import StaticEmbeddings, load_tokenizer
 from refcheck_callbacks.types import CheckItem, Claim, Label, Reference
 
@@ -144,6 +146,45 @@ def featurise(items: list[Item], static: StaticEmbeddings, arrays: dict[str, Any
             log.info("features %d / %d", done, len(items))
     np.save(path, matrix)
     return matrix
+
+
+FULL_MINILM_COLUMNS = ("full_sim_all", "full_sim_top1", "full_sim_top2", "full_sim_top_mean")
+"""Full-MiniLM cosines of the claim: to its best segment of all (the issue's raw-similarity
+baseline), and to the segments the static ranking puts first (what a checker could afford)."""
+
+
+def full_minilm_matrix(items: list[Item], static: StaticEmbeddings) -> Any:
+    """`FULL_MINILM_COLUMNS` per item, cached per set in build/embedded_checker (slow once)."""
+    encoder = SentenceEncoder(cache_size=0)
+    out = np.zeros((len(items), len(FULL_MINILM_COLUMNS)), dtype=np.float32)
+    datasets = np.array([item.dataset for item in items])
+    for name in dict.fromkeys(datasets):
+        rows = np.flatnonzero(datasets == name)
+        digest = hashlib.sha1("\n".join(items[i].claim for i in rows).encode()).hexdigest()[:12]
+        path = CACHE / f"full_minilm_{name}_{digest}.npy"
+        if not path.exists():
+            np.save(path, _full_minilm_rows([items[i] for i in rows], static, encoder))
+        out[rows] = np.load(path)
+        log.info("full MiniLM similarities: %s done", name)
+    return out
+
+
+def _full_minilm_rows(items: list[Item], static: StaticEmbeddings, encoder: Any) -> Any:
+    prepared = {key: prepare_references(list(key), static) for key in {i.references for i in items}}
+    texts = {item.claim for item in items}
+    texts |= {s.text for p in prepared.values() for s in p.segments}
+    ordered = sorted(texts)
+    vectors = dict(zip(ordered, encoder.encode(ordered), strict=True))
+    rows = np.zeros((len(items), len(FULL_MINILM_COLUMNS)), dtype=np.float32)
+    for index, item in enumerate(items):
+        references = prepared[item.references]
+        if not references.segments:
+            continue
+        order = claim_features(item.claim, references, static).evidence
+        sims = np.array([vectors[s.text] @ vectors[item.claim] for s in references.segments])
+        top = sims[order[:2]]
+        rows[index] = (sims.max(), top[0], top.max(), top.mean())
+    return rows
 
 
 # --- synthetic contradictions for the contradiction head --------------------------------------
@@ -323,7 +364,7 @@ def train(x: Any, items: list[Item], columns: Any) -> EmbeddedModel:
     calibrated = 1 / (1 + np.exp(-(oof_support * support.platt[0] + support.platt[1])))
     datasets = np.array([item.dataset for item in items])
     threshold = best_threshold(calibrated[real], supported[real], datasets[real])
-    names = tuple(np.array(FEATURE_NAMES)[columns])
+    names = tuple(np.array(FEATURE_NAMES + FULL_MINILM_COLUMNS)[columns])
     return EmbeddedModel(
         names, mean.astype(np.float32), scale.astype(np.float32), support, contradiction, threshold
     )
@@ -469,39 +510,18 @@ def record_reference_checks() -> list[dict[str, Any]]:
     ]
 
 
-def full_minilm_similarity_auroc(names: list[str]) -> dict[str, float]:
-    """AUROC of the raw cosine between a claim and its best segment, embedded with the full
-    MiniLM transformer: the slow version of the raw-similarity baseline, for reference."""
-    encoder = SentenceEncoder()
-    out = {}
-    for name in names:
-        examples = load_dataset(name)
-        scores = []
-        for example in examples:
-            segments = segment_references(
-                example.references, max_tokens=features.SEGMENT_WORDS, overlap_tokens=0
-            )
-            vectors = encoder.encode([example.claim, *(s.text for s in segments)])
-            scores.append(float((vectors[1:] @ vectors[0]).max()) if segments else 0.0)
-        out[name] = float(roc_auc_score([bool(e.supported) for e in examples], scores))
-        log.info("full MiniLM raw similarity, %s: AUROC %.3f", name, out[name])
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="cross-validate only")
     parser.add_argument(
-        "--full-minilm-baseline",
-        nargs="+",
-        metavar="SET",
-        help="only report the raw-similarity AUROC with the full MiniLM on these sets (slow)",
+        "--full-minilm",
+        action="store_true",
+        help="also cross-validate with full-MiniLM similarities (the raw-similarity baseline "
+        "over all segments, and as extra features on the static top segments); cross-validation "
+        "only, the shipped model keeps the static features",
     )
     args = parser.parse_args()
-    if args.full_minilm_baseline:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-        print(json.dumps(full_minilm_similarity_auroc(args.full_minilm_baseline), indent=2))
-        return
+    args.no_write = args.no_write or args.full_minilm
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     CACHE.mkdir(parents=True, exist_ok=True)
     real = load_items()
@@ -514,6 +534,19 @@ def main() -> None:
     results = {"learned": cross_validate(x, items, every)}
     for method, feature in BASELINES.items():
         results[method] = cross_validate(x, items, np.array([FEATURE_NAMES.index(feature)]))
+    if args.full_minilm:
+        x = np.concatenate([x, full_minilm_matrix(items, static)], axis=1)
+        names = FEATURE_NAMES + FULL_MINILM_COLUMNS
+        affordable = [names.index(c) for c in FULL_MINILM_COLUMNS if c != "full_sim_all"]
+        results["learned + full MiniLM top-2"] = cross_validate(
+            x, items, np.concatenate([every, affordable])
+        )
+        results["learned + full MiniLM top-1"] = cross_validate(
+            x, items, np.concatenate([every, [names.index("full_sim_top1")]])
+        )
+        results["full-MiniLM raw similarity"] = cross_validate(
+            x, items, np.array([names.index("full_sim_all")])
+        )
     table = markdown_table(results)
     print(table)
     for method, report in results.items():
