@@ -20,15 +20,20 @@ and the agreement check real.
 This one file also serves as the driver inside RefChecker's virtualenv (`--refchecker-driver`),
 so it imports only the standard library at top level.
 
-Measured 2026-11-21 on the shared 2-core dev machine, "small" model, 12,400 pairs, labels
-identical on every claim and every compared pair: with `--threads 1` (steady CPU times) ours
-took 44.9 CPU s against RefChecker's 57.6 (1.28x answers per CPU second; 1.54x wall). That is
-about the padding RefChecker spends (2.84M padded tokens against our 2.07M for 2.02M real
-ones): on a CPU, fp32 and identical labels leave little else to save. Four runs with torch's
-default two threads gave 1.0x, 2.5x, 3.2x and 8.7x wall (RefChecker 74 s to 487 s, ours 28 s
-to 155 s), swinging with the other load: RefChecker's 16-pair batches make its two threads
-wait on each other far more often. Top-3 preselection cut
-pairs by 61% but ran slower here: the MiniLM it embeds sentences with is larger than this toy
+Measured 2026-11-21 on the shared 2-core dev machine (AMD EPYC, AVX-512), "small" model,
+12,400 pairs, labels identical on every claim (1,600) and every compared pair (1,232).
+`--threads 1` (steady CPU times): RefChecker 61.0 CPU s, ours 38.2 (5.2 answers/s, 323
+pairs/s): 1.60x answers per CPU second, 1.64x wall. Torch's default two threads: RefChecker
+77.3 s wall / 99.0 CPU s, ours 35.9 / 48.9: 2.16x wall, 2.03x CPU (earlier default-thread runs
+swung from 1.0x to 8.7x with the other load on the machine: RefChecker's 16-pair batches make
+its two threads wait on each other far more often). A profile of our side (40 answers, one
+thread) puts 91% of its time in the model's forward pass (matrix products 56%, attention 20%)
+and the other 9% in tokenising, segmenting, caching and merging, so what is left to gain in fp32
+is RefChecker's padding (2.84M padded tokens against our 2.07M for 2.02M real ones) plus its
+own bookkeeping: about 1.75x at most. `dtype="bfloat16"` ran 1.5x faster on this CPU (which
+has AVX-512 BF16) with the same claim labels on a 160-claim sample, but bf16 can flip a label
+near a tie, so fp32 stays the CPU default. Top-3 preselection cut pairs by 61% but ran 3x
+slower here (116.5 s, one thread): the MiniLM it embeds sentences with is larger than this toy
 NLI model; it pays off only with a real-size NLI model.
 """
 
