@@ -27,14 +27,14 @@ pairs/s): 1.60x answers per CPU second, 1.64x wall. Torch's default two threads:
 77.3 s wall / 99.0 CPU s, ours 35.9 / 48.9: 2.16x wall, 2.03x CPU (earlier default-thread runs
 swung from 1.0x to 8.7x with the other load on the machine: RefChecker's 16-pair batches make
 its two threads wait on each other far more often). A profile of our side (40 answers, one
-thread) puts 91% of its time in the model's forward pass (matrix products 56%, attention 20%)
-and the other 9% in tokenising, segmenting, caching and merging, so what is left to gain in fp32
-is RefChecker's padding (2.84M padded tokens against our 2.07M for 2.02M real ones) plus its
-own bookkeeping: about 1.75x at most. `dtype="bfloat16"` ran 1.5x faster on this CPU (which
-has AVX-512 BF16) with the same claim labels on a 160-claim sample, but bf16 can flip a label
-near a tie, so fp32 stays the CPU default. Top-3 preselection cut pairs by 61% but ran 3x
-slower here (116.5 s, one thread): the MiniLM it embeds sentences with is larger than this toy
-NLI model; it pays off only with a real-size NLI model.
+thread, two runs) puts 91-94% of its time in the model's forward pass (matrix products 56%,
+attention 20%) and the rest in tokenising, segmenting, caching and merging, so what is left to
+gain in fp32 is RefChecker's padding (2.84M padded tokens against our 2.07M for 2.02M real
+ones) plus its own bookkeeping: about 1.75x at most. `dtype="bfloat16"` ran 1.5x faster on this
+CPU (which has AVX-512 BF16) with the same claim labels on a 160-claim sample, but bf16 can
+flip a label near a tie, so fp32 stays the CPU default. Top-3 preselection cut pairs by 61% but
+ran 3x slower here (116.5 s, one thread): the MiniLM it embeds sentences with is larger than
+this toy NLI model; it pays off only with a real-size NLI model.
 """
 
 from __future__ import annotations
