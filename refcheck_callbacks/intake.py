@@ -90,6 +90,10 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
 
 
 def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Reference]:
+    if callable(value):
+        # Deferred by an integration, so that converting its documents runs here, in the
+        # worker, and not on the app's thread.
+        value = value()
     if value is None:
         return []
     if isinstance(value, str | bytes | Reference | Mapping):

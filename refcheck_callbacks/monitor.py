@@ -149,6 +149,11 @@ class RefCheckMonitor:
     ) -> bool:
         """Queue an answer for checking. O(1), never blocks, never raises.
 
+        `references` are texts, mappings with "text" (and "id", "score", "metadata") or
+        `Reference`s; or a zero-argument callable returning them, called in the worker, so
+        that an integration converts its framework's documents off the app's thread (an
+        exception it raises fails that request alone, with outcome `error`).
+
         Returns False when the answer will not be checked: sampled out (counted as skipped),
         queue full or monitor shut down (counted as dropped).
         """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from refcheck_callbacks import Outcome, RefCheckMonitor, Reference, ResponseLabel, Tally
@@ -120,3 +122,25 @@ def test_bad_submissions_never_raise_and_all_get_results(monitor, sink) -> None:
     outcomes = {r.outcome for r in sink.results}
     assert Outcome.EMPTY_ANSWER in outcomes and Outcome.INVALID_INPUT in outcomes
     assert monitor.stats.get(Tally.ERRORS) == 0
+
+
+def test_deferred_references_are_read_in_the_worker(monitor: RefCheckMonitor, sink) -> None:
+    """Integrations pass a callable so their documents are converted off the app's thread;
+    one that raises fails its own request with a clear message, and the next is checked."""
+    worker_threads: list[str] = []
+
+    def references() -> list[str]:
+        worker_threads.append(threading.current_thread().name)
+        return [REFERENCE]
+
+    def unreadable() -> list[str]:
+        raise ValueError("the node store is gone")
+
+    assert monitor.submit(answer="The Eiffel Tower is 330 metres tall.", references=references)
+    assert monitor.submit(answer="The Eiffel Tower is 330 metres tall.", references=unreadable)
+    assert monitor.flush(timeout=60)
+    by_outcome = {result.outcome: result for result in sink.results}
+    good, bad = by_outcome[Outcome.CHECKED], by_outcome[Outcome.INVALID_INPUT]
+    assert len(sink.results) == 2 and good.request.references[0].text == REFERENCE
+    assert worker_threads and worker_threads[0] != threading.current_thread().name
+    assert bad.message == "the input could not be read: the node store is gone"

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 from refcheck_callbacks._optional import require
@@ -34,21 +34,6 @@ from refcheck_callbacks.logs import logger  # noqa: E402
 from refcheck_callbacks.monitor import RefCheckMonitor  # noqa: E402
 from refcheck_callbacks.stats import Tally  # noqa: E402
 from refcheck_callbacks.tracing import current_trace_context  # noqa: E402
-
-F = TypeVar("F", bound=Callable[..., None])
-
-
-def _guarded(method: F) -> F:
-    """Run a callback body so that no exception of ours reaches LangChain or the chain."""
-
-    @functools.wraps(method)
-    def guarded(self: RefCheckCallbackHandler, *args: Any, **kwargs: Any) -> None:
-        try:
-            method(self, *args, **kwargs)
-        except Exception:
-            self._failed(method.__name__)
-
-    return guarded  # type: ignore[return-value]
 
 
 class RefCheckCallbackHandler(BaseCallbackHandler):
@@ -117,17 +102,24 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         return self._runs.sweep()
 
     # -- run tree -------------------------------------------------------------------------
+    # Every callback body is inline and guarded by its own try: a decorator would add a
+    # Python call to each of the ~20 callbacks of a small chain's run.
 
     def _enter(
         self, run_id: UUID, parent_run_id: UUID | None, inputs: Any, name: str | None
-    ) -> RootRun | None:
-        """Attach a run to its root, or make it a root when its parent is unknown to us
-        (no parent, or the handler was attached below the top of the tree)."""
-        if (
-            parent_run_id is not None
-            and self._runs.alias(run_id.int, parent_run_id.int) is not None
-        ):
-            return None
+    ) -> RootRun:
+        """The state of the root `run_id` belongs to: its parent's root, or a new root when
+        the parent is unknown to us (no parent, or the handler was attached below the top
+        of the tree)."""
+        if parent_run_id is not None:
+            state = self._runs.alias(run_id.int, parent_run_id.int)
+            if state is not None:
+                return state
+        return self._start_root(run_id, parent_run_id, inputs, name)
+
+    def _start_root(
+        self, run_id: UUID, parent_run_id: UUID | None, inputs: Any, name: str | None
+    ) -> RootRun:
         state = RootRun(run_id, name, current_trace_context())
         if parent_run_id is not None:
             self._roots_with_parent.add(state.key)
@@ -151,7 +143,6 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
 
     # -- chains and tools -----------------------------------------------------------------
 
-    @_guarded
     def on_chain_start(
         self,
         serialized: dict[str, Any] | None,
@@ -161,17 +152,25 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        self._enter(run_id, parent_run_id, inputs, kwargs.get("name"))
+        try:
+            if parent_run_id is None or self._runs.alias(run_id.int, parent_run_id.int) is None:
+                self._start_root(run_id, parent_run_id, inputs, kwargs.get("name"))
+        except Exception:
+            self._failed("on_chain_start")
 
-    @_guarded
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        state = self._end(run_id, parent_run_id)
-        if state is not None:
-            self._finish(state, outputs, kwargs.get("inputs"))
+        try:
+            key = run_id.int
+            if parent_run_id is not None and key not in self._roots_with_parent:
+                return  # a child: most chain ends, so no call beyond this test
+            state = self._free(key)
+            if state is not None:
+                self._finish(state, outputs, kwargs.get("inputs"))
+        except Exception:
+            self._failed("on_chain_end")
 
-    @_guarded
     def on_chain_error(
         self,
         error: BaseException,
@@ -180,11 +179,8 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        state = self._end(run_id, parent_run_id)
-        if state is not None:
-            self._skip(read.error_reason(error))
+        self._ended_with_error(error, run_id, parent_run_id)
 
-    @_guarded
     def on_tool_start(
         self,
         serialized: dict[str, Any] | None,
@@ -194,17 +190,21 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        self._enter(run_id, parent_run_id, kwargs.get("inputs"), kwargs.get("name"))
+        try:
+            self._enter(run_id, parent_run_id, kwargs.get("inputs"), kwargs.get("name"))
+        except Exception:
+            self._failed("on_tool_start")
 
-    @_guarded
     def on_tool_end(
         self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        state = self._end(run_id, parent_run_id)
-        if state is not None:
-            self._finish(state, output, None)
+        try:
+            state = self._end(run_id, parent_run_id)
+            if state is not None:
+                self._finish(state, output, None)
+        except Exception:
+            self._failed("on_tool_end")
 
-    @_guarded
     def on_tool_error(
         self,
         error: BaseException,
@@ -213,13 +213,20 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        state = self._end(run_id, parent_run_id)
-        if state is not None:
-            self._skip(read.error_reason(error))
+        self._ended_with_error(error, run_id, parent_run_id)
+
+    def _ended_with_error(
+        self, error: BaseException, run_id: UUID, parent_run_id: UUID | None
+    ) -> None:
+        """A chain, tool or retriever failed: a root that fails is counted, not checked."""
+        try:
+            if self._end(run_id, parent_run_id) is not None:
+                self._skip(read.error_reason(error))
+        except Exception:
+            self._failed("on_error")
 
     # -- retrievers -----------------------------------------------------------------------
 
-    @_guarded
     def on_retriever_start(
         self,
         serialized: dict[str, Any] | None,
@@ -229,22 +236,25 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        state = self._enter(run_id, parent_run_id, query, kwargs.get("name"))
-        state = state or self._runs.get(run_id.int)
-        if state is not None and state.query is None and isinstance(query, str):
-            state.query = query
+        try:
+            state = self._enter(run_id, parent_run_id, query, kwargs.get("name"))
+            if state.query is None and isinstance(query, str):
+                state.query = query
+        except Exception:
+            self._failed("on_retriever_start")
 
-    @_guarded
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._runs.get(run_id.int)
-        if state is None:
-            return
-        state.add_documents(documents, self._max_references)
-        if state.run_id == run_id:
-            self._free(state.key)
-            self._finish(state, None, None)
+        try:
+            state = self._runs.get(run_id.int)
+            if state is None:
+                return
+            state.add_documents(documents, self._max_references)
+            if state.run_id == run_id:
+                self._free(state.key)
+                self._finish(state, None, None)
+        except Exception:
+            self._failed("on_retriever_end")
 
-    @_guarded
     def on_retriever_error(
         self,
         error: BaseException,
@@ -253,13 +263,10 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        state = self._end(run_id, parent_run_id)
-        if state is not None:
-            self._skip(read.error_reason(error))
+        self._ended_with_error(error, run_id, parent_run_id)
 
     # -- LLMs and chat models -------------------------------------------------------------
 
-    @_guarded
     def on_llm_start(
         self,
         serialized: dict[str, Any] | None,
@@ -271,7 +278,6 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
     ) -> None:
         self._generation_started(run_id, parent_run_id, kwargs)
 
-    @_guarded
     def on_chat_model_start(
         self,
         serialized: dict[str, Any] | None,
@@ -286,35 +292,38 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
     def _generation_started(
         self, run_id: UUID, parent_run_id: UUID | None, kwargs: Mapping[str, Any]
     ) -> None:
-        state = self._enter(run_id, parent_run_id, None, kwargs.get("name"))
-        state = state or self._runs.get(run_id.int)
-        if state is not None:
-            state.open_generations[run_id.int] = read.model_name(kwargs)
+        try:
+            state = self._enter(run_id, parent_run_id, None, kwargs.get("name"))
+            state.open_generations[run_id.int] = kwargs
+        except Exception:
+            self._failed("on_llm_start")
 
-    @_guarded
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._runs.get(run_id.int)
-        if state is None:
-            return
-        model = state.open_generations.pop(run_id.int, None)
-        generation = read.first_generation(response)
-        if generation is not None and not read.requests_tools(generation):
-            state.answer = generation.text
-            state.model = read.response_model(generation) or model
-            state.response_id = read.response_id(generation, response)
-        if state.run_id == run_id:
-            self._free(state.key)
-            self._finish(state, None, None)
+        try:
+            state = self._runs.get(run_id.int)
+            if state is None:
+                return
+            start = state.open_generations.pop(run_id.int, None)
+            generation = read.first_generation(response)
+            if generation is not None and not read.requests_tools(generation):
+                state.last_generation = (generation, response, start)
+            if state.run_id == run_id:
+                self._free(state.key)
+                self._finish(state, None, None)
+        except Exception:
+            self._failed("on_llm_end")
 
-    @_guarded
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        state = self._runs.get(run_id.int)
-        if state is None:
-            return
-        state.open_generations.pop(run_id.int, None)
-        if state.run_id == run_id:
-            self._free(state.key)
-            self._skip(read.error_reason(error))
+        try:
+            state = self._runs.get(run_id.int)
+            if state is None:
+                return
+            state.open_generations.pop(run_id.int, None)
+            if state.run_id == run_id:
+                self._free(state.key)
+                self._skip(read.error_reason(error))
+        except Exception:
+            self._failed("on_llm_error")
 
     # -- submitting -----------------------------------------------------------------------
 
@@ -324,7 +333,7 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
             # iterating, so the answer is a fragment nobody saw in full.
             self._skip("answer_incomplete")
             return
-        if not state.references:
+        if not state.documents:
             self._skip("no_references")
             return
         answer = state.answer_text(self.answer_from, self.output_key, output)
@@ -334,7 +343,8 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self.monitor.submit(
             question=state.question_text(self.question_key, end_inputs),
             answer=answer,
-            references=state.unique_references(),
+            # Converted in the monitor's worker, off the app's thread.
+            references=functools.partial(read.references_of, state.documents),
             trace_context=state.trace_context,
             metadata=state.metadata(),
             model=state.model,

@@ -6,7 +6,7 @@ metadata, scores under several keys, model names in start metadata or response m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -41,11 +41,11 @@ def _first(metadata: Mapping[str, Any], keys: tuple[str, ...], kind: Any) -> Any
     return None
 
 
-def union_of(references: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The union of all retrievers' documents: a document found twice is kept once."""
+def references_of(documents: Iterable[Any]) -> list[dict[str, Any]]:
+    """The union of all retrievers' documents as references: one found twice is kept once."""
     seen: set[Any] = set()
     unique = []
-    for reference in references:
+    for reference in map(as_reference, documents):
         key = reference["id"] if reference["id"] is not None else reference["text"]
         if key not in seen:
             seen.add(key)

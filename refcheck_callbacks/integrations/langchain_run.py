@@ -8,7 +8,7 @@ answer and the references to submit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from uuid import UUID
 
@@ -20,15 +20,13 @@ AnswerSource = Literal["llm", "output"]
 
 class RootRun:
     __slots__ = (
-        "answer",
+        "documents",
         "input_question",
         "key",
-        "model",
+        "last_generation",
         "name",
         "open_generations",
         "query",
-        "references",
-        "response_id",
         "run_id",
         "trace_context",
     )
@@ -42,21 +40,37 @@ class RootRun:
         """The root input under the handler's `question_key`, or the root input when text."""
         self.query: str | None = None
         """The first retriever query of the tree."""
-        self.references: list[dict[str, Any]] = []
-        self.answer: str | None = None
-        """The last LLM generation that was not a tool call."""
-        self.model: str | None = None
-        self.response_id: str | None = None
-        self.open_generations: dict[int, str | None] = {}
-        """LLM runs started and not yet ended, with their model names."""
+        self.documents: list[Any] = []
+        """Every retriever's documents, as LangChain returned them (read in the worker)."""
+        self.last_generation: tuple[Any, Any, Mapping[str, Any] | None] | None = None
+        """The last LLM generation that was not a tool call: the generation, the LLM result
+        it came in, and the keyword arguments its run started with (they name the model)."""
+        self.open_generations: dict[int, Mapping[str, Any]] = {}
+        """LLM runs started and not yet ended, with their start keyword arguments."""
 
-    def add_documents(self, documents: Iterable[Any], limit: int) -> None:
-        """Keep a retriever's documents, up to `limit` references for the whole run."""
-        room = max(limit - len(self.references), 0)
-        self.references.extend(read.as_reference(doc) for doc in list(documents)[:room])
+    def add_documents(self, documents: Sequence[Any], limit: int) -> None:
+        """Keep a retriever's documents, up to `limit` for the whole run."""
+        room = limit - len(self.documents)
+        if room > 0:
+            self.documents.extend(documents[:room])
 
-    def unique_references(self) -> list[dict[str, Any]]:
-        return read.union_of(self.references)
+    @property
+    def answer(self) -> str | None:
+        return None if self.last_generation is None else self.last_generation[0].text
+
+    @property
+    def model(self) -> str | None:
+        if self.last_generation is None:
+            return None
+        generation, _, start = self.last_generation
+        return read.response_model(generation) or read.model_name(start or {})
+
+    @property
+    def response_id(self) -> str | None:
+        if self.last_generation is None:
+            return None
+        generation, response, _ = self.last_generation
+        return read.response_id(generation, response)
 
     def answer_text(self, source: AnswerSource, output_key: str | None, output: Any) -> str | None:
         """The answer from the preferred source, falling back to the other one."""

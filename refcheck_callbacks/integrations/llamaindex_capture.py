@@ -7,6 +7,7 @@ each query root into one `monitor.submit`. See that module for the rules it foll
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import AsyncIterator, Hashable, Iterator
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class _Query:
     model: str | None = None
     exited: bool = False
     """The root span returned while its streamed answer was still unread."""
+    context_retaken: bool = False
+    """The context was taken again inside the root's body (when there was none at start)."""
 
 
 def _method_name(span_id: str) -> str:
@@ -95,8 +98,8 @@ def _question_of(query: Any) -> Any:
 def _references(nodes: list[Any]) -> list[dict[str, Any]]:
     """One reference per distinct node, in retrieval order, with its best score.
 
-    Plain dicts, which the monitor turns into `Reference`s in its worker, off the app's
-    thread. The node id is the reference id; `ref_doc_id` (the source document) joins the
+    Called in the monitor's worker, off the app's thread, which also turns the dicts into
+    `Reference`s. The node id is the reference id; `ref_doc_id` (the source document) joins the
     node's metadata.
     """
     by_id: dict[str, dict[str, Any]] = {}
@@ -204,9 +207,13 @@ class QueryCapture:
         query = None if root is None else self._runs.get(root)
         if root is None or query is None:
             return
-        if query.trace_context is None or (kind is QueryStartEvent and event.span_id == root):
+        if (kind is QueryStartEvent and event.span_id == root) or (
+            query.trace_context is None and not query.context_retaken
+        ):
             # Inside the root's body, a tracer registered after us (OpenInference) has made
-            # its span for the query current: prefer it, so the check joins that trace.
+            # its span for the query current: prefer it, so the check joins that trace. Its
+            # own QueryStartEvent is the place; without one, the first event under it.
+            query.context_retaken = True
             query.trace_context = current_trace_context() or query.trace_context
         if kind is RetrievalEndEvent:
             query.nodes.extend(event.nodes)
@@ -302,7 +309,8 @@ class QueryCapture:
         self.monitor.submit(
             question=query.question,
             answer=answer,
-            references=_references(query.nodes),
+            # Converted in the monitor's worker, off the app's thread.
+            references=functools.partial(_references, query.nodes),
             trace_context=query.trace_context,
             metadata=query.tags,
             model=query.model,

@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally
+from refcheck_callbacks import CheckResult, Outcome, RefCheckMonitor, Tally
 from refcheck_callbacks.check.embedded import EmbeddedChecker
 from refcheck_callbacks.check.encoder import SentenceEncoder
 from refcheck_callbacks.integrations.llamaindex import (
@@ -604,15 +604,38 @@ class _UnreadableRetriever(BaseRetriever):
         return [NodeWithScore(node=_UnreadableNode(text="Paris is in France."), score=1.0)]
 
 
-def test_a_failure_in_our_capture_is_counted_and_never_reaches_the_app(
+def test_a_node_that_cannot_be_read_fails_its_check_in_the_worker_not_the_app(
     capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
 ) -> None:
     engine = RetrieverQueryEngine.from_args(_UnreadableRetriever(), llm=MockLLM())
     response = engine.query("Where is Paris?")
 
     assert "Paris is in France." in str(response)
-    assert _results(monitor, sink) == []
-    assert monitor.stats.get(Tally.ERRORS, "llamaindex_callback") == 1
+    (result,) = _results(monitor, sink)
+    assert result.outcome is Outcome.INVALID_INPUT
+    assert "no plain text" in (result.message or "")
+    _assert_no_state(capture)
+
+
+class _RaisingMonitor(RefCheckMonitor):
+    """A monitor broken in a way `submit` itself would never be: it raises."""
+
+    def submit(self, **kwargs: Any) -> bool:
+        raise RuntimeError("broken monitor")
+
+
+def test_a_failure_in_our_capture_is_counted_and_never_reaches_the_app(
+    index: VectorStoreIndex, embedded_checker: EmbeddedChecker
+) -> None:
+    with _RaisingMonitor(checker=embedded_checker, exporters=[]) as broken:
+        capture = instrument_llamaindex(broken)
+        try:
+            response = index.as_query_engine(llm=MockLLM()).query("How tall is it?")
+        finally:
+            uninstrument_llamaindex()
+
+    assert str(response)
+    assert broken.stats.get(Tally.ERRORS, "llamaindex_callback") == 1
     _assert_no_state(capture)
 
 
