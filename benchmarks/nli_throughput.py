@@ -229,13 +229,16 @@ def run_ours(
     top_k: int | None,
     batch: int,
     batch_tokens: int | None,
+    bf16_recheck: bool = False,
 ) -> dict[str, Any]:
+    """Our checker over the workload in engine batches; `bf16_recheck`: bf16 with fp32 re-checks."""
     from refcheck_callbacks.check.nli import NLIChecker
 
+    precision: dict[str, Any] = {"dtype": "bfloat16", "recheck_in_fp32": True}
     # segment_tokens above any 200-word segment: the pre-split segments are used as they are.
     checker = NLIChecker(
         model_dir, device=device, top_k_segments=top_k, segment_tokens=500,
-        batch_tokens=batch_tokens,
+        batch_tokens=batch_tokens, **(precision if bf16_recheck else {}),
     )  # fmt: skip
     checker.check_batch([i for r in _items(workload["warmup"]) for i in r])
     requests = _items(workload["answers"])
@@ -248,11 +251,18 @@ def run_ours(
     pairs = checker.counts.pairs_requested - before
     sample = workload["answers"][:PAIR_SAMPLE_ANSWERS]
     flat = [(c, s) for a in sample for c in a["claims"] for s in a["segments"]]
+    scored, rechecked = checker.counts.pairs_scored, checker.counts.pairs_rechecked
     probabilities = checker.classify_pairs([s for _, s in flat], [c for c, _ in flat])
+    guard = checker.tie_guard
     return {
         "seconds": elapsed,
         "cpu_seconds": cpu,
         "pairs": pairs,
+        # Warm-up included: the guard calibrates on the first pairs it sees, wherever they are.
+        "pairs_scored": scored,
+        "pairs_rechecked_in_fp32": rechecked,
+        "tie_margin": guard.tie_margin if guard else None,
+        "max_bf16_error": guard.max_error if guard else None,
         "labels": [v.label.value.capitalize() if v.label else None for v in verdicts],
         "pair_labels": [max(p, key=p.__getitem__).value.capitalize() for p in probabilities],
     }
@@ -344,6 +354,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 answers: a smoke run")
     parser.add_argument("--skip-refchecker", action="store_true", help="ours only (GPU runs)")
     parser.add_argument("--skip-top-k", action="store_true", help="no preselection run")
+    parser.add_argument("--skip-bf16", action="store_true", help="no bf16 + fp32 re-check run")
     parser.add_argument("--tokenizer", type=Path, help="tokenizer dir (default: bundled MiniLM)")
     parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU")
     parser.add_argument(
@@ -380,6 +391,10 @@ def main() -> None:
     run = {"device": args.device, "batch": args.engine_batch, "batch_tokens": args.batch_tokens}
     ours = run_ours(workload, model_dir, top_k=None, **run)
     progress(f"ours: {ours['seconds']:.1f}s, {ours['cpu_seconds']:.1f} CPU s")
+    ours_bf16 = None
+    if not args.skip_bf16:
+        ours_bf16 = run_ours(workload, model_dir, top_k=None, bf16_recheck=True, **run)
+        progress(f"ours, bf16 + fp32 re-checks: {ours_bf16['seconds']:.1f}s")
     ours_top_k = None if args.skip_top_k else run_ours(workload, model_dir, top_k=args.top_k, **run)
     if ours_top_k is not None:
         progress(f"ours, top-{args.top_k} preselection: {ours_top_k['seconds']:.1f}s")
@@ -397,6 +412,14 @@ def main() -> None:
     peak = _peak_bf16_flops(args.device, args.peak_tflops)
     if peak:
         report["ours_mfu_vs_bf16_peak"] = flops / ours["seconds"] / peak
+    report["entailment_share"] = _entailment_share(ours, workload)
+    if ours_bf16 is not None:
+        report["ours_bf16_recheck"] = {
+            **_rates(ours_bf16, answers, pairs),
+            **{key: ours_bf16[key] for key in ("pairs_scored", "pairs_rechecked_in_fp32")},
+            **{key: ours_bf16[key] for key in ("tie_margin", "max_bf16_error")},
+            "claim_labels_equal_ours_fp32": _agreement(ours_bf16["labels"], ours["labels"]),
+        }
     if ours_top_k is not None:
         report["ours_top_k"] = _rates(ours_top_k, answers, ours_top_k["pairs"])
         report["ours_top_k"]["k"] = args.top_k
@@ -404,16 +427,32 @@ def main() -> None:
         their_labels = [label for answer in theirs["labels"] for label in answer]
         report["refchecker"] = _rates(theirs, answers, pairs)
         report["padded_tokens"] = padded_tokens(model_dir, workload, args.batch_tokens)
-        for key, run in (("", ours), ("_top_k", ours_top_k)):
+        for key, run in (("", ours), ("_bf16_recheck", ours_bf16), ("_top_k", ours_top_k)):
             if run is not None:
                 report[f"speedup{key}_wall"] = theirs["seconds"] / run["seconds"]
                 report[f"speedup{key}_cpu"] = theirs["cpu_seconds"] / run["cpu_seconds"]
-        report["claim_label_agreement"] = _agreement(ours["labels"], their_labels)
-        report["pair_label_agreement"] = _agreement(ours["pair_labels"], theirs["pair_labels"])
+        for key, run in (("", ours), ("_bf16_recheck", ours_bf16)):
+            if run is not None:
+                report[f"claim_label_agreement{key}"] = _agreement(run["labels"], their_labels)
+                report[f"pair_label_agreement{key}"] = _agreement(
+                    run["pair_labels"], theirs["pair_labels"]
+                )
         report["pairs_compared"] = len(ours["pair_labels"])
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+
+
+def _entailment_share(ours: dict[str, Any], workload: dict[str, Any]) -> dict[str, float]:
+    """How often the model says Entailment: what stopping at a claim's first entailing segment
+    could save. Pairs: the pair-level sample; claims: any segment entails (merged label)."""
+    pair_labels, claim_labels = ours["pair_labels"], ours["labels"]
+    sample = workload["answers"][:PAIR_SAMPLE_ANSWERS]
+    return {
+        "pairs": pair_labels.count("Entailment") / max(1, len(pair_labels)),
+        "claims": claim_labels.count("Entailment") / max(1, len(claim_labels)),
+        "sample_pairs": float(sum(len(a["claims"]) * len(a["segments"]) for a in sample)),
+    }
 
 
 def _rates(run: dict[str, Any], answers: int, pairs: int) -> dict[str, float]:

@@ -6,7 +6,9 @@ becomes one stream of pairs: references are split into token-bounded segments (t
 segmentation), optionally narrowed to the top-k segments per claim by MiniLM similarity,
 deduplicated, looked up in an LRU cache, and only then tokenised, sorted by length and packed
 into batches by a token budget (see `pair_batching`). Per-segment labels are merged with
-RefChecker's rule (see `merge`). On CUDA the model runs in bf16 (fp16 where bf16 is missing).
+RefChecker's rule (see `merge`). On CUDA the model runs in bf16 (fp16 where bf16 is missing);
+with `recheck_in_fp32`, pairs that reduced precision could mislabel are re-scored in fp32
+(see `nli_precision`).
 
     monitor = RefCheckMonitor(checker=NLIChecker(top_k_segments=4))  # DeBERTa-v3-large NLI
     monitor = RefCheckMonitor(checker=NLIChecker("/models/my-minicheck", labels={...}))
@@ -14,19 +16,20 @@ RefChecker's rule (see `merge`). On CUDA the model runs in bf16 (fp16 where bf16
 
 from __future__ import annotations
 
-import hashlib
+import copy
 import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from refcheck_callbacks._optional import require
 from refcheck_callbacks.check.base import SyncChecker
 from refcheck_callbacks.check.encoder import SentenceEncoder
+from refcheck_callbacks.check.lru import LRU, digest
 from refcheck_callbacks.check.merge import SegmentScore, merged_verdict
 from refcheck_callbacks.check.nli_labels import LabelScheme, LabelSchemeError, read_label_scheme
+from refcheck_callbacks.check.nli_precision import TieGuard, recheck
 from refcheck_callbacks.check.pair_batching import TokenBudget, padded_length, run_packed
 from refcheck_callbacks.check.segments import Segment, segment_text
 from refcheck_callbacks.logs import logger
@@ -38,44 +41,12 @@ _MIN_PREMISE_TOKENS = 16
 """A claim must leave at least this much of `max_length` to the reference segment."""
 _DTYPES = ("float32", "bfloat16", "float16")
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 Pair = tuple[str, str]
 """(claim, segment text): the unit the model scores."""
-
-
-def _digest(*texts: str) -> bytes:
-    """A 128-bit key for cached texts: a cache entry costs bytes, not a copy of a segment."""
-    hasher = hashlib.blake2b(digest_size=16)
-    for text in texts:
-        hasher.update(text.encode("utf-8", "surrogatepass"))
-        hasher.update(b"\x00")
-    return hasher.digest()
-
-
-class _LRU(Generic[K, V]):
-    """A bounded mapping that forgets the least recently used entry; size 0 stores nothing."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        if self.size <= 0:
-            return
-        self._data[key] = value
-        self._data.move_to_end(key)
-        if len(self._data) > self.size:
-            self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
+Encoded = tuple[list[int], list[int]]
+"""A pair's token ids and token type ids, unpadded."""
+Row = tuple[float, ...]
+"""A pair's softmax probabilities, in the model's class order."""
 
 
 @dataclass
@@ -89,6 +60,8 @@ class NLICounts:
     cache_hits: int = 0
     oom_retries: int = 0
     """Batches halved after the device ran out of memory."""
+    pairs_rechecked: int = 0
+    """Scored pairs re-scored in fp32 (`recheck_in_fp32`): calibration, near-ties, audits."""
 
 
 class NLIChecker(SyncChecker):
@@ -112,6 +85,11 @@ class NLIChecker(SyncChecker):
         encoder: the sentence encoder for preselection (shared with other components).
         labels: class index -> name, overriding the model's `config.id2label`.
         cache_size: (claim, segment) results kept across calls; 0 turns the cache off.
+        recheck_in_fp32: with a bf16 / fp16 dtype, keep an fp32 copy of the model and re-score
+            in fp32 every pair whose two likeliest labels are close enough for the reduced
+            precision to have swapped them (the margin is learned from this model's own
+            pairs; see `nli_precision`). Claim labels then match fp32; probabilities of pairs
+            not re-scored carry the reduced precision's error. Costs the fp32 copy's memory.
 
     The model loads here, so a wrong name, a missing extra or an unreadable label scheme
     fails when the checker is built, not in the background worker.
@@ -134,6 +112,7 @@ class NLIChecker(SyncChecker):
         encoder: SentenceEncoder | None = None,
         labels: Mapping[int, str] | None = None,
         cache_size: int = 100_000,
+        recheck_in_fp32: bool = False,
     ) -> None:
         self._torch = require("torch", "nli")
         self._np = require("numpy", "nli")
@@ -151,6 +130,12 @@ class NLIChecker(SyncChecker):
                 f"labels= names {len(labels)} classes; the model has {loaded.config.num_labels}"
             )
         self.scheme: LabelScheme = read_label_scheme(labels or loaded.config.id2label)
+        if recheck_in_fp32 and self.dtype == self._torch.float32:
+            raise ValueError("recheck_in_fp32 needs a reduced-precision dtype (bfloat16, float16)")
+        self._exact_model = (
+            copy.deepcopy(loaded).to(device=self.device).eval() if recheck_in_fp32 else None
+        )
+        self.tie_guard = TieGuard() if recheck_in_fp32 else None
         self.model = loaded.to(device=self.device, dtype=self.dtype).eval()
         self.max_length = max_length or min(512, int(self.tokenizer.model_max_length))
         self._claim_limit = (
@@ -171,8 +156,8 @@ class NLIChecker(SyncChecker):
             tokens=batch_tokens or (32_768 if on_cuda else 8_192), max_rows=max_batch_size
         )
         self.counts = NLICounts()
-        self._pair_cache: _LRU[bytes, tuple[float, ...]] = _LRU(cache_size)
-        self._segment_cache: _LRU[bytes, tuple[tuple[int, int], ...]] = _LRU(4096)
+        self._pair_cache: LRU[bytes, Row] = LRU(cache_size)
+        self._segment_cache: LRU[bytes, tuple[tuple[int, int], ...]] = LRU(4096)
         self._lock = threading.Lock()
         logger.info("refcheck: NLI model %s on %s (%s)", self.model_name, self.device, self.dtype)
 
@@ -242,7 +227,7 @@ class NLIChecker(SyncChecker):
         spans: dict[str, tuple[tuple[int, int], ...]] = {}
         missing: list[str] = []
         for text in texts:
-            cached = self._segment_cache.get(_digest(text))
+            cached = self._segment_cache.get(digest(text))
             if cached is None:
                 missing.append(text)
             else:
@@ -261,7 +246,7 @@ class NLIChecker(SyncChecker):
                     count_tokens=lambda t: counts[t] if t in counts else self._count_tokens(t),
                 )
             )
-            self._segment_cache.put(_digest(text), spans[text])
+            self._segment_cache.put(digest(text), spans[text])
         return spans
 
     def _token_counts(self, texts: Sequence[str]) -> dict[str, int]:
@@ -312,13 +297,13 @@ class NLIChecker(SyncChecker):
             chosen.append([item_segments[i] for i in best])
         return chosen
 
-    def _rows(self, pairs: Sequence[Pair]) -> dict[Pair, tuple[float, ...]]:
+    def _rows(self, pairs: Sequence[Pair]) -> dict[Pair, Row]:
         """The model's softmax row for every pair: each distinct pair from cache or scored once."""
         self.counts.pairs_requested += len(pairs)
-        rows: dict[Pair, tuple[float, ...]] = {}
+        rows: dict[Pair, Row] = {}
         missing: list[Pair] = []
         for pair in dict.fromkeys(pairs):
-            cached = self._pair_cache.get(_digest(*pair))
+            cached = self._pair_cache.get(digest(*pair))
             if cached is None:
                 missing.append(pair)
             else:
@@ -326,24 +311,36 @@ class NLIChecker(SyncChecker):
                 self.counts.cache_hits += 1
         for pair, row in zip(missing, self._score(missing), strict=True):
             rows[pair] = row
-            self._pair_cache.put(_digest(*pair), row)
+            self._pair_cache.put(digest(*pair), row)
         return rows
 
-    def _score(self, pairs: Sequence[Pair]) -> list[tuple[float, ...]]:
+    def _score(self, pairs: Sequence[Pair]) -> list[Row]:
         """Softmax rows for pairs: tokenised once, then sorted and packed by the token budget."""
         if not pairs:
             return []
         encoded = self._encode(pairs)
         self.counts.pairs_scored += len(pairs)
+        rows = self._run(encoded, self.model)
+        if self.tie_guard is not None:
+            exact_model = self._exact_model
+            self.counts.pairs_rechecked += recheck(
+                rows,
+                self.tie_guard,
+                lambda picked: self._run([encoded[i] for i in picked], exact_model),
+            )
+        return rows
+
+    def _run(self, encoded: list[Encoded], model: Any) -> list[Row]:
+        """`model`'s softmax rows for tokenised pairs, packed by the token budget."""
         return run_packed(
             [len(ids) for ids, _ in encoded],
             self.budget,
-            lambda batch: self._forward([encoded[i] for i in batch]),
+            lambda batch: self._forward([encoded[i] for i in batch], model),
             self._is_oom,
             self._on_oom,
         )
 
-    def _encode(self, pairs: Sequence[Pair]) -> list[tuple[list[int], list[int]]]:
+    def _encode(self, pairs: Sequence[Pair]) -> list[Encoded]:
         """(token ids, token type ids) of each pair, the segment truncated to fit `max_length`.
 
         The same ids as `tokenizer(segments, claims, truncation="only_first")`, which encodes
@@ -372,7 +369,7 @@ class NLIChecker(SyncChecker):
         ]
         return [(encoding.ids, encoding.type_ids) for encoding in joined]
 
-    def _forward(self, encoded: list[tuple[list[int], list[int]]]) -> list[tuple[float, ...]]:
+    def _forward(self, encoded: list[Encoded], model: Any) -> list[Row]:
         torch = self._torch
         longest = max(len(ids) for ids, _ in encoded)
         target = min(padded_length(longest, self.budget.pad_multiple), self.max_length)
@@ -381,10 +378,10 @@ class NLIChecker(SyncChecker):
             for name, array in self._padded(encoded, target).items()
         }
         with torch.inference_mode():
-            logits = self.model(**batch).logits
+            logits = model(**batch).logits
         return [tuple(row) for row in logits.float().softmax(dim=-1).cpu().tolist()]
 
-    def _padded(self, encoded: list[tuple[list[int], list[int]]], length: int) -> dict[str, Any]:
+    def _padded(self, encoded: list[Encoded], length: int) -> dict[str, Any]:
         """The model inputs as `tokenizer.pad(..., padding="max_length")` builds them, but
         filled straight into arrays instead of through per-row Python dictionaries."""
         np, tokenizer = self._np, self.tokenizer
@@ -417,7 +414,7 @@ class NLIChecker(SyncChecker):
         )
 
     def _verdict(
-        self, item: CheckItem, segments: list[Segment], rows: Mapping[Pair, tuple[float, ...]]
+        self, item: CheckItem, segments: list[Segment], rows: Mapping[Pair, Row]
     ) -> Verdict:
         if not segments:
             return Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")

@@ -29,6 +29,7 @@ from refcheck_callbacks.check.encoder import SentenceEncoder, bundled_minilm_pat
 from refcheck_callbacks.check.merge import merge_label
 from refcheck_callbacks.check.nli import NLIChecker
 from refcheck_callbacks.check.nli_labels import LabelSchemeError
+from refcheck_callbacks.check.nli_precision import TieGuard, top_two_margin
 from refcheck_callbacks.check.segments import segment_text
 from refcheck_callbacks.types import CheckItem, Claim, Label, Outcome, Reference, Verdict
 
@@ -328,6 +329,32 @@ def test_bfloat16_runs_when_asked(model_dirs: dict[str, Path]) -> None:
     assert next(checker.model.parameters()).dtype == torch.bfloat16
     verdicts = checker.check_batch(items_for(CLAIMS[:2], REFERENCES))
     assert all(v.label is not None for v in verdicts)
+
+
+def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str, Path]) -> None:
+    options: dict[str, Any] = {"max_length": 96, "segment_tokens": 24, "cache_size": 0}
+    premises = [r for r in REFERENCES for _ in CLAIMS]
+    hypotheses = CLAIMS * len(REFERENCES)
+    exact = NLIChecker(model_dirs["minilm"], **options).classify_pairs(premises, hypotheses)
+    checker = NLIChecker(model_dirs["minilm"], dtype="bfloat16", recheck_in_fp32=True, **options)
+    assert checker.tie_guard is not None
+    checker.tie_guard = TieGuard(calibration_pairs=4, audit_every=1_000)
+    got = checker.classify_pairs(premises, hypotheses)
+    assert [max(p, key=p.__getitem__) for p in got] == [max(p, key=p.__getitem__) for p in exact]
+    guard = checker.tie_guard
+    assert 0 < guard.max_error < 0.1  # bf16 moved probabilities, a little
+    rechecked = [
+        i
+        for i, p in enumerate(got)
+        if all(p[label] == pytest.approx(exact[i][label], abs=1e-5) for label in Label)
+    ]
+    near_ties = [
+        i for i, p in enumerate(got) if top_two_margin(list(p.values())) < guard.tie_margin
+    ]
+    assert set(range(4)) | set(near_ties) <= set(rechecked)
+    assert checker.counts.pairs_rechecked == len(set(range(4)) | set(near_ties)) + 1  # 1 audit
+    with pytest.raises(ValueError, match="recheck_in_fp32 needs a reduced-precision dtype"):
+        NLIChecker(model_dirs["bert"], recheck_in_fp32=True)
 
 
 def test_checks_answers_through_the_monitor(minilm_nli: NLIChecker) -> None:

@@ -1,4 +1,5 @@
-"""The NLI checker's model-free parts: label schemes, RefChecker's merge rule, token packing."""
+"""The NLI checker's model-free parts: label schemes, RefChecker's merge rule, token packing,
+and the choice of reduced-precision rows to re-score in fp32."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from refcheck_callbacks.check.merge import SegmentScore, deciding_score, merge_label, merged_verdict
 from refcheck_callbacks.check.nli_labels import LabelSchemeError, read_label_scheme
+from refcheck_callbacks.check.nli_precision import TieGuard, recheck, top_two_margin
 from refcheck_callbacks.check.pair_batching import TokenBudget, padded_length, run_packed
 from refcheck_callbacks.check.segments import Segment
 from refcheck_callbacks.types import Label, Reference
@@ -159,3 +161,37 @@ def test_other_errors_and_single_rows_are_not_retried() -> None:
 
     with pytest.raises(_FakeOOM):
         run_packed([4, 4], budget, always_oom, lambda e: isinstance(e, _FakeOOM))
+
+
+def test_the_tie_guard_rechecks_everything_until_calibrated_then_near_ties_and_audits() -> None:
+    guard = TieGuard(calibration_pairs=2, safety=4.0, audit_every=3)
+    reduced = [(0.50, 0.30, 0.20), (0.40, 0.35, 0.25), (0.34, 0.33, 0.33), (0.60, 0.30, 0.10)]
+    exact = [(0.51, 0.29, 0.20), (0.40, 0.35, 0.25), (0.33, 0.34, 0.33), (0.60, 0.30, 0.10)]
+    rows = [*reduced, *reduced]
+    calls: list[list[int]] = []
+
+    def score(indices: list[int]) -> list[tuple[float, ...]]:
+        calls.append(indices)
+        return [exact[i % 4] for i in indices]
+
+    assert recheck(rows, guard, score) == 2 + 3
+    # The two leading rows calibrate: the largest move was 0.01, so ties are margins < 0.08.
+    assert guard.tie_margin == pytest.approx(0.08)
+    # Of the six rows after them, rows 2, 5 and 6 are near-ties (margins 0.01, 0.05, 0.01);
+    # rows 2 and 5 are also the audit sample (every third row offered).
+    assert calls == [[0, 1], [2, 5, 6]]
+    assert rows[2] == exact[2] and rows[6] == exact[2] and rows[5] == exact[1]
+    assert rows[3] == reduced[3] and rows[7] == reduced[3]  # decisive rows keep bf16
+
+
+def test_audits_widen_the_tie_margin_when_the_error_grows() -> None:
+    guard = TieGuard(calibration_pairs=1, safety=2.0, audit_every=10)
+    guard.observe((0.6, 0.4), (0.6, 0.4))
+    assert guard.tie_margin == 0.0
+    assert guard.to_recheck([(0.9, 0.1), (0.55, 0.45)]) == [0]  # only the audit: no error seen
+    guard.observe((0.9, 0.1), (0.8, 0.2))  # what the audit found
+    assert guard.tie_margin == pytest.approx(0.4)
+    assert guard.to_recheck([(0.9, 0.1), (0.65, 0.35), (0.75, 0.25)]) == [1]
+    assert top_two_margin((0.2, 0.5, 0.3)) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="at least 1"):
+        TieGuard(safety=0.5)
