@@ -88,8 +88,10 @@ class NLIChecker(SyncChecker):
         recheck_in_fp32: with a bf16 / fp16 dtype, keep an fp32 copy of the model and re-score
             in fp32 every pair whose two likeliest labels are close enough for the reduced
             precision to have swapped them (the margin is learned from this model's own
-            pairs; see `nli_precision`). Claim labels then match fp32; probabilities of pairs
-            not re-scored carry the reduced precision's error. Costs the fp32 copy's memory.
+            pairs; see `nli_precision`). Labels then match fp32 unless a pair moves several
+            times further than any pair measured; probabilities of pairs not re-scored keep
+            the reduced precision's error, so of two segments that carry a claim's label with
+            nearly equal probability either may be its evidence. Costs an fp32 model copy.
 
     The model loads here, so a wrong name, a missing extra or an unreadable label scheme
     fails when the checker is built, not in the background worker.
