@@ -82,15 +82,16 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         """Roots LangChain gave a parent we never saw (the handler was attached below the top
         of the tree). Any other run that has a parent is a child, and its end needs no lookup."""
 
-    # LangChain skips a handler for an event family when its `ignore_*` flag is set. Tool
+    # LangChain reads an `ignore_*` flag before every event it dispatches to a handler; the
+    # base class answers through properties, plain class attributes answer faster. Tool
     # events share `ignore_agent`, and we need them: a retriever inside a tool is a child.
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
+    ignore_llm = False
+    ignore_chain = False
+    ignore_agent = False
+    ignore_retriever = False
+    ignore_chat_model = False
+    ignore_retry = True
+    ignore_custom_event = True
 
     @property
     def pending_runs(self) -> int:
