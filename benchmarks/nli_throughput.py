@@ -20,21 +20,37 @@ and the agreement check real.
 This one file also serves as the driver inside RefChecker's virtualenv (`--refchecker-driver`),
 so it imports only the standard library at top level.
 
-Measured 2026-11-21 on the shared 2-core dev machine (AMD EPYC, AVX-512), "small" model,
-12,400 pairs, labels identical on every claim (1,600) and every compared pair (1,232).
-`--threads 1` (steady CPU times): RefChecker 61.0 CPU s, ours 38.2 (5.2 answers/s, 323
-pairs/s): 1.60x answers per CPU second, 1.64x wall. Torch's default two threads: RefChecker
-77.3 s wall / 99.0 CPU s, ours 35.9 / 48.9: 2.16x wall, 2.03x CPU (earlier default-thread runs
-swung from 1.0x to 8.7x with the other load on the machine: RefChecker's 16-pair batches make
-its two threads wait on each other far more often). A profile of our side (40 answers, one
-thread, two runs) puts 91-94% of its time in the model's forward pass (matrix products 56%,
-attention 20%) and the rest in tokenising, segmenting, caching and merging, so what is left to
-gain in fp32 is RefChecker's padding (2.84M padded tokens against our 2.07M for 2.02M real
-ones) plus its own bookkeeping: about 1.75x at most. `dtype="bfloat16"` ran 1.5x faster on this
-CPU (which has AVX-512 BF16) with the same claim labels on a 160-claim sample, but bf16 can
-flip a label near a tie, so fp32 stays the CPU default. Top-3 preselection cut pairs by 61% but
-ran 3x slower here (116.5 s, one thread): the MiniLM it embeds sentences with is larger than
-this toy NLI model; it pays off only with a real-size NLI model.
+Besides our default (fp32) run, a second run scores in bf16 with fp32 re-checks of near-ties
+(`dtype="bfloat16", recheck_in_fp32=True`; see refcheck_callbacks/check/nli_precision.py).
+
+Measured 2026-11-21 13:32-13:38 UTC on the shared 2-core dev machine (AMD EPYC, AVX-512 with
+BF16) under the shared CPU lock, "small" model, 12,400 pairs. Labels identical to RefChecker's
+on every claim (1,600) and every compared pair (1,232), for both of our runs.
+`--threads 1`: RefChecker 56.7 s; ours fp32 35.4 s (5.6 answers/s, 350 pairs/s): 1.60x;
+ours bf16 + fp32 re-checks 25.1 s (8.0 answers/s, 493 pairs/s): 2.26x (wall and CPU alike).
+Torch's default two threads: RefChecker 36.5 s wall / 69.3 CPU s (5.5 answers/s); ours fp32
+21.0 / 39.8 (9.5 answers/s): 1.74x wall, 1.74x CPU; bf16 + re-checks 15.2 / 28.1 (13.2
+answers/s, 817 pairs/s): 2.40x wall, 2.46x CPU. (Earlier default-thread runs swung from 1.0x
+to 8.7x with the other load on the machine.) So the 3x target is not met: 2.3-2.5x with bf16 +
+re-checks, 1.6-1.7x in plain fp32.
+The re-check run re-scored 640 of 12,528 pairs (warm-up included) in fp32: 256 to calibrate
+and 384 audits, no near-tie. bf16 moved no probability by more than 0.00024 on the 640, so the
+learned tie margin was 0.0019, far below this random model's margins (its probabilities are
+nearly uniform: the top two about 0.0135 apart on each of 2,424 pairs looked at).
+Top-3 preselection cut pairs by 61% but ran at 0.56x RefChecker (101.4 s, one thread): the
+MiniLM it embeds sentences with is larger than this toy NLI model; it pays off only with a
+real-size NLI model.
+
+Tried and not kept, forward pass only on 2,424 of these pairs, one thread, under the lock:
+ONNX Runtime fp32 (graph optimisation ALL, exported with dynamic axes; probabilities within
+6e-8 of torch) took 5.9-7.0 s against torch's 6.3-6.7 s across two runs, and its transformer
+fusions (no attention fusion for this graph) 8.0 s; torch.compile 6.05 s against 6.41 s after a
+27.5 s compile. Neither is measurably faster, so neither is an option. Stopping a claim at
+its first entailing segment (RefChecker's merge cannot change after one) would skip nothing
+here: this model labels 0 of the 1,232 sampled pairs Entailment (`entailment_share` in the
+report), so it was not built. A profile of our fp32 side (40 answers, one thread) puts 91-94%
+of its time in the model's forward pass; padding is already near the floor (2.07M padded tokens
+for 2.02M real, RefChecker 2.84M).
 """
 
 from __future__ import annotations
