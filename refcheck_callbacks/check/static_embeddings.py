@@ -4,10 +4,13 @@ Running MiniLM's six transformer layers over every reference sentence costs abou
 per token; on a shared 2-core machine that is 1-6 thousand tokens a second, far from the
 100 claims a second the embedded checker must reach (an answer of four claims brings ~750
 words of references). Following Model2Vec, we run MiniLM once per vocabulary token, keep the
-pooled output as that token's vector, reduce it with PCA and store it as int8. A text is then
-the weighted mean of its tokens' vectors (rare tokens weigh more, SIF-style), and a claim's
-tokens can be aligned with the evidence's tokens (a static BERTScore). Tokenising with the
-Rust `tokenizers` library and a numpy gather replace the transformer at inference time.
+pooled output as that token's vector and reduce it with PCA; then, following Tokenlearn, the
+training script fits the table so that a text's static vector comes close (in cosine) to the
+full MiniLM's embedding of the same text, over the claims and reference segments of the
+training data (no labels), and stores it as int8. A text is the weighted mean of its tokens'
+unit vectors (rare tokens weigh more, SIF-style), and a claim's tokens can be aligned with the
+evidence's tokens (a static BERTScore). Tokenising with the Rust `tokenizers` library and a
+numpy gather replace the transformer at inference time.
 """
 
 from __future__ import annotations
