@@ -147,8 +147,8 @@ def fitted_table(
 
 
 FIT_EPOCHS = 6
-"""Texts held out by group stopped gaining cosine after 5-6 epochs (0.661 -> 0.755; the fit
-texts went on to 0.886 by 8): more epochs only memorise the fit texts."""
+"""On one group split, the held-out groups' texts stopped gaining cosine after 5-6 epochs
+(0.661 -> 0.755; the fit texts went on to 0.886 by 8): more epochs only memorise the fit texts."""
 FIT_BATCH = 256
 FIT_LEARNING_RATE = 3e-3
 
@@ -156,8 +156,9 @@ FIT_LEARNING_RATE = 3e-3
 def fit_token_table(initial: Any, weights: Any, token_ids: list[Any], targets: Any) -> Any:
     """Token vectors whose SIF-weighted mean approximates the transformer's sentence embedding.
 
-    Tokenlearn-style: the per-token distillation (`initial`) never sees a token in context, so
-    "bank" means the same beside "river" and "loan". Here the table is fit so that the static
+    Tokenlearn-style: the per-token distillation (`initial`) sees each token alone, never in
+    the texts it occurs in, so the mean of its vectors is a poor stand-in for the transformer's
+    reading of a sentence. Here the table is fit so that the static
     text embedding (unit token vectors, SIF weights, as `StaticEmbeddings.embed` computes it),
     mapped by a semi-orthogonal 256 -> 384 matrix, has a high cosine with the full MiniLM's
     embedding of the same text (Adam on the table; the map re-solved by Procrustes each
