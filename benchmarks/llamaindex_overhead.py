@@ -15,7 +15,9 @@ load hits all alike:
 - `capture_submit`: our handlers, every answer enqueued for the background worker.
 Reported per query, in microseconds: median and p99 of each arm and what each adds to
 `plain`, in wall time and in the app thread's CPU time (`time.thread_time`: on a shared,
-loaded machine, wall time also counts waiting for a core; CPU time does not).
+loaded machine, wall time also counts waiting for a core; CPU time does not); and the paired
+added median, the median over rounds of each round's difference to `plain`'s round next to
+it, which cancels the drift of the machine's load between rounds.
 
 The worker is real, but its extractor finds no claims, so every answer ends as `abstain`
 without model work, and it has no exporters: the figures isolate what runs on the app's
@@ -153,8 +155,8 @@ def end_to_end(engine: Any, arms: dict[str, Arm], rounds: int, per_round: int) -
     The first arm is the baseline the others are compared with.
     """
     names = list(arms)
-    wall: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[list[float]]] = {name: [] for name in names}
+    cpu: dict[str, list[list[float]]] = {name: [] for name in names}
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
@@ -162,14 +164,27 @@ def end_to_end(engine: Any, arms: dict[str, Arm], rounds: int, per_round: int) -
             attach()
             round_wall, round_cpu = _timed_queries(engine, per_round)
             detach()
-            wall[name] += round_wall
-            cpu[name] += round_cpu
+            wall[name].append(round_wall)
+            cpu[name].append(round_cpu)
     plain = names[0]
     report: dict[str, Any] = {"queries_per_arm": rounds * per_round}
     for kind, times in (("wall", wall), ("cpu", cpu)):
-        base = _summary(times[plain])
-        report[kind] = {plain: base} | {n: _added(_summary(times[n]), base) for n in names[1:]}
+        flat = {name: [t for r in rounds_ for t in r] for name, rounds_ in times.items()}
+        base = _summary(flat[plain])
+        report[kind] = {plain: base} | {
+            n: _added(_summary(flat[n]), base) | _paired(times[n], times[plain]) for n in names[1:]
+        }
     return report
+
+
+def _paired(arm: list[list[float]], plain: list[list[float]]) -> dict[str, float]:
+    """The median over rounds of (arm's round median - plain's median in the same round).
+
+    Rounds run back to back, so the load of the shared machine drifts little within one; the
+    difference taken round by round cancels most of that drift, which the pooled medians
+    above do not."""
+    gaps = [statistics.median(a) - statistics.median(p) for a, p in zip(arm, plain, strict=True)]
+    return {"paired_added_median_us": round(statistics.median(gaps), 1)}
 
 
 class _Clock:
