@@ -212,12 +212,18 @@ def _wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> N
 
 
 def _start(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "refcheck_callbacks.cli", *map(str, args), "--batch-size", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A child inherits an ignored SIGINT (pytest run as a background job ignores it) and its
+    # Python then raises no KeyboardInterrupt; a caught signal is reset to default by exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "refcheck_callbacks.cli", *map(str, args), "--batch-size", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.slow
