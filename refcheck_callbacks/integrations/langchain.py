@@ -163,10 +163,7 @@ class RefCheckCallbackHandler(BaseCallbackHandler):
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         try:
-            key = run_id.int
-            if parent_run_id is not None and key not in self._roots_with_parent:
-                return  # a child: most chain ends, so no call beyond this test
-            state = self._free(key)
+            state = self._end(run_id, parent_run_id)
             if state is not None:
                 self._finish(state, outputs, kwargs.get("inputs"))
         except Exception:
