@@ -386,6 +386,13 @@ def test_fused_retrievers_give_the_union_of_their_nodes(
     _assert_no_state(capture)
 
 
+def _topic_engine(docs: list[Document], embed_model: SentenceEncoderEmbedding) -> Any:
+    """A one-node query engine over one topic's documents, for routers and sub-questions."""
+    return VectorStoreIndex.from_documents(docs, embed_model=embed_model).as_query_engine(
+        llm=MockLLM(), similarity_top_k=1
+    )
+
+
 def test_router_is_one_query_with_the_routed_engines_nodes(
     embed_model: SentenceEncoderEmbedding,
     capture: QueryCapture,
@@ -394,9 +401,7 @@ def test_router_is_one_query_with_the_routed_engines_nodes(
 ) -> None:
     tools = [
         QueryEngineTool.from_defaults(
-            VectorStoreIndex.from_documents(docs, embed_model=embed_model).as_query_engine(
-                llm=MockLLM(), similarity_top_k=1
-            ),
+            _topic_engine(docs, embed_model),
             description=description,
         )
         for docs, description in [
@@ -426,9 +431,7 @@ def test_sub_questions_are_one_query_with_the_union_of_their_retrievals(
 ) -> None:
     tools = [
         QueryEngineTool.from_defaults(
-            VectorStoreIndex.from_documents(docs, embed_model=embed_model).as_query_engine(
-                llm=MockLLM(), similarity_top_k=1
-            ),
+            _topic_engine(docs, embed_model),
             name=name,
             description=name,
         )
