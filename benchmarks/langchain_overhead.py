@@ -13,11 +13,15 @@ shared machine fall on all of them alike:
 - openinference: `openinference-instrumentation-langchain`'s tracer alone, exporting spans
   through a `BatchSpanProcessor` (the production setup) to an exporter that discards them.
 
-Two more measures: (1) LangChain taken out: the callbacks of one invoke are recorded and
+Three more measures: (1) LangChain taken out: the callbacks of one invoke are recorded and
 replayed straight into each handler (fresh run ids each time), interleaved, which times the
 handlers' own code alone; (2) CPU time instead of wall time, which a busy machine inflates
 less: the CPU the app's threads spend per invoke (process CPU minus OpenTelemetry's export
-thread), with our monitor sampling every answer out so that no checking thread runs.
+thread), with our monitor sampling every answer out so that no checking thread runs;
+(3) wall time again with every answer sampled out: the four ways with no checking thread
+running at all. Our checker runs Python in the app's process, so while it checks it holds the
+GIL part of the time and slows every call of the app, `none` included; the interleaving above
+spreads that cost over all four ways. Comparing `none` in (3) with `none` above shows it.
 
 Both handlers are passed in `config["callbacks"]`, so the chain, the order and the callback
 machinery are the same for both; only the handler differs. The retriever's query embeddings
@@ -264,12 +268,16 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
     # CPU phase: no checking thread may run meanwhile, so this monitor samples every answer
     # out; the handler does all its work up to `submit`, which then only counts a skip.
     with RefCheckMonitor(sample_rate=0.0, exporters=[]) as idle:
-        cpu = time_invokes(
-            ways(RefCheckCallbackHandler(idle)), iterations, warmup, seed, app_cpu_clock()
-        )
+        idle_ways = ways(RefCheckCallbackHandler(idle))
+        cpu = time_invokes(idle_ways, iterations, warmup, seed, app_cpu_clock())
+        idle_wall = time_invokes(idle_ways, iterations, warmup, seed)
     provider.shutdown()
     result = report(times, iterations, stats, flushed, ours.pending_runs)
     result["app_cpu"] = summarize(cpu)
+    result["no_checking_wall"] = summarize(idle_wall)
+    result["no_checking_wall"]["none_slowed_by_background_checking_us"] = (
+        result["latency"]["none"]["median_us"] - result["no_checking_wall"]["median_us"]["none"]
+    )
     result["handler_only"] = {
         "callbacks_per_run": len(recorder.calls),
         **{
@@ -366,6 +374,14 @@ def print_report(result: dict[str, Any]) -> None:
     for name, median in cpu["median_us"].items():
         print(f"  {name:<14} {median:>9.1f} {cpu['added_median_us'].get(name, 0.0):>10.1f}")
     print(f"  ours / openinference, added CPU median: {cpu['ours_over_openinference']:.2f}")
+    idle = result["no_checking_wall"]
+    print("wall time per invoke (us), answers sampled out (no checking thread):")
+    for name, median in idle["median_us"].items():
+        print(f"  {name:<14} {median:>9.1f} {idle['added_median_us'].get(name, 0.0):>10.1f}")
+    print(
+        "  `none` slowed by our checker checking in the background (GIL share), median: "
+        f"{idle['none_slowed_by_background_checking_us']:.1f}"
+    )
     monitor = result["monitor"]
     print(f"  background results while timing: {monitor['outcomes_while_timing']}")
     print(f"  all results: {monitor['outcomes']}; not checked: {monitor['counts'] or 'none'}")
