@@ -80,6 +80,8 @@ SIZES: dict[str, dict[str, int]] = {
               "intermediate_size": 4096},
 }  # fmt: skip
 SEGMENT_WORDS = 200
+REDUCED = {"bf16": "bfloat16", "int8": "int8"}
+"""Reduced-precision runs, each with fp32 re-checks of near-ties: report key -> dtype."""
 PAIR_SAMPLE_ANSWERS = 20
 """Answers whose pairs are also labelled one pair at a time, unmerged, for agreement."""
 
@@ -245,16 +247,16 @@ def run_ours(
     top_k: int | None,
     batch: int,
     batch_tokens: int | None,
-    bf16_recheck: bool = False,
+    reduced: str | None = None,
 ) -> dict[str, Any]:
-    """Our checker over the workload in engine batches; `bf16_recheck`: bf16 with fp32 re-checks."""
+    """Our checker over the workload in engine batches; `reduced`: that dtype, fp32 re-checks."""
     from refcheck_callbacks.check.nli import NLIChecker
 
-    precision: dict[str, Any] = {"dtype": "bfloat16", "recheck_in_fp32": True}
+    precision: dict[str, Any] = {"dtype": reduced, "recheck_in_fp32": True} if reduced else {}
     # segment_tokens above any 200-word segment: the pre-split segments are used as they are.
     checker = NLIChecker(
         model_dir, device=device, top_k_segments=top_k, segment_tokens=500,
-        batch_tokens=batch_tokens, **(precision if bf16_recheck else {}),
+        batch_tokens=batch_tokens, **precision,
     )  # fmt: skip
     checker.check_batch([i for r in _items(workload["warmup"]) for i in r])
     requests = _items(workload["answers"])
@@ -278,7 +280,7 @@ def run_ours(
         "pairs_scored": scored,
         "pairs_rechecked_in_fp32": rechecked,
         "tie_margin": guard.tie_margin if guard else None,
-        "max_bf16_error": guard.max_error if guard else None,
+        "max_reduced_error": guard.max_error if guard else None,
         "labels": [v.label.value.capitalize() if v.label else None for v in verdicts],
         "pair_labels": [max(p, key=p.__getitem__).value.capitalize() for p in probabilities],
     }
@@ -371,6 +373,9 @@ def main() -> None:
     parser.add_argument("--skip-refchecker", action="store_true", help="ours only (GPU runs)")
     parser.add_argument("--skip-top-k", action="store_true", help="no preselection run")
     parser.add_argument("--skip-bf16", action="store_true", help="no bf16 + fp32 re-check run")
+    parser.add_argument(
+        "--skip-int8", action="store_true", help="no int8 + fp32 re-check run (CPU only anyway)"
+    )
     parser.add_argument("--tokenizer", type=Path, help="tokenizer dir (default: bundled MiniLM)")
     parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU")
     parser.add_argument(
@@ -407,10 +412,12 @@ def main() -> None:
     run = {"device": args.device, "batch": args.engine_batch, "batch_tokens": args.batch_tokens}
     ours = run_ours(workload, model_dir, top_k=None, **run)
     progress(f"ours: {ours['seconds']:.1f}s, {ours['cpu_seconds']:.1f} CPU s")
-    ours_bf16 = None
-    if not args.skip_bf16:
-        ours_bf16 = run_ours(workload, model_dir, top_k=None, bf16_recheck=True, **run)
-        progress(f"ours, bf16 + fp32 re-checks: {ours_bf16['seconds']:.1f}s")
+    reduced: dict[str, dict[str, Any]] = {}
+    for key, dtype in REDUCED.items():
+        if getattr(args, f"skip_{key}") or (key == "int8" and args.device != "cpu"):
+            continue
+        reduced[key] = run_ours(workload, model_dir, top_k=None, reduced=dtype, **run)
+        progress(f"ours, {key} + fp32 re-checks: {reduced[key]['seconds']:.1f}s")
     ours_top_k = None if args.skip_top_k else run_ours(workload, model_dir, top_k=args.top_k, **run)
     if ours_top_k is not None:
         progress(f"ours, top-{args.top_k} preselection: {ours_top_k['seconds']:.1f}s")
@@ -429,12 +436,12 @@ def main() -> None:
     if peak:
         report["ours_mfu_vs_bf16_peak"] = flops / ours["seconds"] / peak
     report["entailment_share"] = _entailment_share(ours, workload)
-    if ours_bf16 is not None:
-        report["ours_bf16_recheck"] = {
-            **_rates(ours_bf16, answers, pairs),
-            **{key: ours_bf16[key] for key in ("pairs_scored", "pairs_rechecked_in_fp32")},
-            **{key: ours_bf16[key] for key in ("tie_margin", "max_bf16_error")},
-            "claim_labels_equal_ours_fp32": _agreement(ours_bf16["labels"], ours["labels"]),
+    for key, result in reduced.items():
+        kept = ("pairs_scored", "pairs_rechecked_in_fp32", "tie_margin", "max_reduced_error")
+        report[f"ours_{key}_recheck"] = {
+            **_rates(result, answers, pairs),
+            **{name: result[name] for name in kept},
+            "claim_labels_equal_ours_fp32": _agreement(result["labels"], ours["labels"]),
         }
     if ours_top_k is not None:
         report["ours_top_k"] = _rates(ours_top_k, answers, ours_top_k["pairs"])
@@ -443,16 +450,16 @@ def main() -> None:
         their_labels = [label for answer in theirs["labels"] for label in answer]
         report["refchecker"] = _rates(theirs, answers, pairs)
         report["padded_tokens"] = padded_tokens(model_dir, workload, args.batch_tokens)
-        for key, run in (("", ours), ("_bf16_recheck", ours_bf16), ("_top_k", ours_top_k)):
-            if run is not None:
-                report[f"speedup{key}_wall"] = theirs["seconds"] / run["seconds"]
-                report[f"speedup{key}_cpu"] = theirs["cpu_seconds"] / run["cpu_seconds"]
-        for key, run in (("", ours), ("_bf16_recheck", ours_bf16)):
-            if run is not None:
-                report[f"claim_label_agreement{key}"] = _agreement(run["labels"], their_labels)
-                report[f"pair_label_agreement{key}"] = _agreement(
-                    run["pair_labels"], theirs["pair_labels"]
-                )
+        labelled = {"": ours, **{f"_{key}_recheck": result for key, result in reduced.items()}}
+        timed = {**labelled, **({"_top_k": ours_top_k} if ours_top_k is not None else {})}
+        for key, result in timed.items():
+            report[f"speedup{key}_wall"] = theirs["seconds"] / result["seconds"]
+            report[f"speedup{key}_cpu"] = theirs["cpu_seconds"] / result["cpu_seconds"]
+        for key, result in labelled.items():
+            report[f"claim_label_agreement{key}"] = _agreement(result["labels"], their_labels)
+            report[f"pair_label_agreement{key}"] = _agreement(
+                result["pair_labels"], theirs["pair_labels"]
+            )
         report["pairs_compared"] = len(ours["pair_labels"])
     print(json.dumps(report, indent=2))
     if args.json:

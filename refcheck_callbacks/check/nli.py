@@ -7,8 +7,8 @@ segmentation), optionally narrowed to the top-k segments per claim by MiniLM sim
 deduplicated, looked up in an LRU cache, and only then tokenised, sorted by length and packed
 into batches by a token budget (see `pair_batching`). Per-segment labels are merged with
 RefChecker's rule (see `merge`). On CUDA the model runs in bf16 (fp16 where bf16 is missing);
-with `recheck_in_fp32`, pairs that reduced precision could mislabel are re-scored in fp32
-(see `nli_precision`).
+on a CPU it can run in bf16 or with int8 matrix products; with `recheck_in_fp32`, pairs that
+reduced precision could mislabel are re-scored in fp32 (see `nli_precision`).
 
     monitor = RefCheckMonitor(checker=NLIChecker(top_k_segments=4))  # DeBERTa-v3-large NLI
     monitor = RefCheckMonitor(checker=NLIChecker("/models/my-minicheck", labels={...}))
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from refcheck_callbacks._optional import require
 from refcheck_callbacks.check.base import SyncChecker
@@ -29,7 +29,7 @@ from refcheck_callbacks.check.encoder import SentenceEncoder
 from refcheck_callbacks.check.lru import LRU, digest
 from refcheck_callbacks.check.merge import SegmentScore, merged_verdict
 from refcheck_callbacks.check.nli_labels import LabelScheme, LabelSchemeError, read_label_scheme
-from refcheck_callbacks.check.nli_precision import TieGuard, recheck
+from refcheck_callbacks.check.nli_precision import TieGuard, quantized_int8, recheck
 from refcheck_callbacks.check.pair_batching import TokenBudget, padded_length, run_packed
 from refcheck_callbacks.check.segments import Segment, segment_text
 from refcheck_callbacks.logs import logger
@@ -39,7 +39,9 @@ from refcheck_callbacks.types import CheckItem, Label, Verdict
 DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
 _MIN_PREMISE_TOKENS = 16
 """A claim must leave at least this much of `max_length` to the reference segment."""
-_DTYPES = ("float32", "bfloat16", "float16")
+NLIDtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]
+"""The precisions the checker runs its model in; "int8" is CPU-only (see `NLIChecker`)."""
+_DTYPES: tuple[str, ...] = get_args(NLIDtype)
 
 Pair = tuple[str, str]
 """(claim, segment text): the unit the model scores."""
@@ -71,7 +73,10 @@ class NLIChecker(SyncChecker):
         model: a hub name or a local directory, loaded with
             `AutoModelForSequenceClassification.from_pretrained`.
         device: "auto" (CUDA when available, else CPU) or any torch device string.
-        dtype: "auto" (bf16 / fp16 on CUDA, fp32 elsewhere), "float32", "bfloat16" or "float16".
+        dtype: "auto" (bf16 / fp16 on CUDA, fp32 elsewhere), "float32", "bfloat16", "float16"
+            or "int8": on a CPU only, every linear layer dynamically quantized to int8 (see
+            `nli_precision.quantized_int8`); CUDA is refused rather than silently given another
+            precision, as its int8 kernels need other tooling and bf16 is its fast path.
         max_length: tokens per (segment, claim) pair; the segment is truncated, the claim never.
             Default: the tokenizer's limit, at most 512.
         batch_tokens: padded tokens per model batch (rows x padded length). Default: 32k on
@@ -85,10 +90,10 @@ class NLIChecker(SyncChecker):
         encoder: the sentence encoder for preselection (shared with other components).
         labels: class index -> name, overriding the model's `config.id2label`.
         cache_size: (claim, segment) results kept across calls; 0 turns the cache off.
-        recheck_in_fp32: with a bf16 / fp16 dtype, keep an fp32 copy of the model and re-score
-            in fp32 every pair whose two likeliest labels are close enough for the reduced
-            precision to have swapped them (the margin is learned from this model's own
-            pairs; see `nli_precision`). Labels then match fp32 unless a pair moves several
+        recheck_in_fp32: with a bf16 / fp16 / int8 dtype, keep an fp32 copy of the model and
+            re-score in fp32 every pair whose two likeliest labels are close enough for the
+            reduced precision to have swapped them (the margin is learned from this model's
+            own pairs; see `nli_precision`). Labels then match fp32 unless a pair moves several
             times further than any pair measured; probabilities of pairs not re-scored keep
             the reduced precision's error, so of two segments that carry a claim's label with
             nearly equal probability either may be its evidence. Costs an fp32 model copy.
@@ -104,7 +109,7 @@ class NLIChecker(SyncChecker):
         model: str | Path = DEFAULT_NLI_MODEL,
         *,
         device: str = "auto",
-        dtype: str = "auto",
+        dtype: NLIDtype = "auto",
         max_length: int | None = None,
         batch_tokens: int | None = None,
         max_batch_size: int = 512,
@@ -133,12 +138,14 @@ class NLIChecker(SyncChecker):
             )
         self.scheme: LabelScheme = read_label_scheme(labels or loaded.config.id2label)
         if recheck_in_fp32 and self.dtype == self._torch.float32:
-            raise ValueError("recheck_in_fp32 needs a reduced-precision dtype (bfloat16, float16)")
+            raise ValueError(
+                "recheck_in_fp32 needs a reduced-precision dtype (bfloat16, float16, int8)"
+            )
         self._exact_model = (
             copy.deepcopy(loaded).to(device=self.device).eval() if recheck_in_fp32 else None
         )
         self.tie_guard = TieGuard() if recheck_in_fp32 else None
-        self.model = loaded.to(device=self.device, dtype=self.dtype).eval()
+        self.model = self._reduced(loaded.eval())
         self.max_length = max_length or min(512, int(self.tokenizer.model_max_length))
         self._claim_limit = (
             self.max_length - self.tokenizer.num_special_tokens_to_add(pair=True)
@@ -169,14 +176,29 @@ class NLIChecker(SyncChecker):
         return "cuda" if self._torch.cuda.is_available() else "cpu"
 
     def _pick_dtype(self, dtype: str) -> Any:
+        """The torch dtype to run in; int8 reads as `torch.qint8`, checked against the device
+        before anything is loaded."""
         torch = self._torch
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {_DTYPES}, got {dtype!r}")
         if dtype == "auto":
             if not self.device.startswith("cuda"):
                 return torch.float32
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be 'auto' or one of {_DTYPES}, got {dtype!r}")
+        if dtype == "int8":
+            if torch.device(self.device).type != "cpu":
+                raise ValueError(
+                    f"dtype='int8' runs on a CPU only, not on {self.device!r}; on a GPU use "
+                    "'bfloat16' or 'float16' (dtype='auto' picks one)"
+                )
+            return torch.qint8
         return getattr(torch, dtype)
+
+    def _reduced(self, model: Any) -> Any:
+        """`model` on the checker's device, in the checker's dtype."""
+        if self.dtype == self._torch.qint8:
+            return quantized_int8(model)
+        return model.to(device=self.device, dtype=self.dtype)
 
     @property
     def encoder(self) -> SentenceEncoder:

@@ -1,26 +1,60 @@
 """Reduced-precision scoring with fp32 re-checks of the pairs whose label it could flip.
 
-A bf16 forward pass runs about 1.5x faster than fp32 on a CPU with AVX-512 BF16, but it moves
-each class probability a little, and a pair whose two likeliest classes are closer than that
-move can change label. How far bf16 moves probabilities depends on the model (measured on 376
-benchmark pairs: at most 0.0002 on the benchmark's random toy RoBERTa, 0.023 on MiniLM with a
-3-way head), so no fixed tie margin fits every model. `TieGuard` measures it on the model's own
-pairs instead: the first `calibration_pairs` are scored in both precisions, the tie margin
-becomes `safety` x the largest margin shift that could follow from what was seen, and after
-that a pair is re-scored in fp32 when its bf16 margin is below the tie margin. One pair in
-`audit_every` is re-scored regardless, so a model whose error grows on later inputs widens the
-margin as it goes.
+A reduced-precision forward pass (bf16, or dynamic int8 on a CPU, see `quantized_int8`) runs
+faster than fp32, but it moves each class probability a little, and a pair whose two likeliest
+classes are closer than that move can change label. How far it moves them depends on the model
+and the precision (measured on 376 benchmark pairs, bf16: at most 0.0002 on the benchmark's
+random toy RoBERTa, 0.023 on MiniLM with a 3-way head), so no fixed tie margin fits every
+model. `TieGuard` measures it on the model's own pairs instead: the first `calibration_pairs`
+are scored in both precisions, the tie margin becomes `safety` x the largest margin shift that
+could follow from what was seen, and after that a pair is re-scored in fp32 when its
+reduced-precision margin is below the tie margin. One pair in `audit_every` is re-scored
+regardless, so a model whose error grows on later inputs widens the margin as it goes.
 
-This bounds, rather than proves, label agreement with fp32: a pair keeps a bf16 label that
-fp32 would not give only if bf16 moved it more than `safety` times further than any pair
-compared so far.
+This bounds, rather than proves, label agreement with fp32: a pair keeps a reduced-precision
+label that fp32 would not give only if the reduced precision moved it more than `safety` times
+further than any pair compared so far.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from refcheck_callbacks._optional import require
+
+
+def quantized_int8(model: Any) -> Any:
+    """`model` with every `nn.Linear` dynamically quantized to int8, in place (CPU only).
+
+    Weights are quantized once, per output channel; activations per batch, on the fly. The
+    matrix products then run in int8 (VNNI where the CPU has it) and everything else (attention,
+    GELU, layer norm) stays fp32. Per-channel scales ran within timing noise of one scale per
+    matrix; the benchmark's random weights showed no accuracy gain either (largest probability
+    error 0.0016 against 0.0017), but trained models' channels differ in range, which is the
+    case per-channel scales exist for.
+
+    `torch.ao.quantization` is deprecated in favour of torchao, which is not a dependency; its
+    deprecation warnings are silenced here, where the choice was made, rather than repeated to
+    every user.
+    """
+    torch = require("torch", "nli")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*torch\.ao\.quantization is deprecated")
+        warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions")
+        try:
+            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+        except ImportError as error:
+            raise RuntimeError(
+                f"dtype='int8' needs torch.ao.quantization, which torch {torch.__version__} "
+                "no longer has; use dtype='bfloat16'"
+            ) from error
+        return quantize_dynamic(
+            model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True
+        )
 
 
 def top_two_margin(row: Sequence[float]) -> float:

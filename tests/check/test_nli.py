@@ -138,6 +138,10 @@ def direct_labels(model_dir: Path, premises: list[str], hypotheses: list[str]) -
     return labels
 
 
+def likeliest(rows: list[dict[Label, float]]) -> list[Label]:
+    return [max(p, key=p.__getitem__) for p in rows]
+
+
 def assert_same_verdicts(got: list[Verdict], want: list[Verdict]) -> None:
     assert [v.label for v in got] == [v.label for v in want]
     for a, b in zip(got, want, strict=True):
@@ -340,7 +344,7 @@ def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str,
     assert checker.tie_guard is not None
     checker.tie_guard = TieGuard(calibration_pairs=4, audit_every=1_000)
     got = checker.classify_pairs(premises, hypotheses)
-    assert [max(p, key=p.__getitem__) for p in got] == [max(p, key=p.__getitem__) for p in exact]
+    assert likeliest(got) == likeliest(exact)
     guard = checker.tie_guard
     assert 0 < guard.max_error < 0.1  # bf16 moved probabilities, a little
     rechecked = [
@@ -354,8 +358,53 @@ def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str,
     # Pairs 0-3 calibrate; pair 4 is the first (and, here, only) audit.
     assert set(range(5)) | set(near_ties) <= set(rechecked)
     assert checker.counts.pairs_rechecked == len(rechecked) < len(got)
-    with pytest.raises(ValueError, match="recheck_in_fp32 needs a reduced-precision dtype"):
-        NLIChecker(model_dirs["bert"], recheck_in_fp32=True)
+
+
+def near_tie_model(directory: Path) -> Path:
+    """A BERT classifier whose CONTRADICTION and NEUTRAL rows differ by a hair (0.003 x noise
+    on weights of scale 0.2): every pair's label between the two hangs on a difference far below
+    an int8 quantization step, so int8 alone mislabels many pairs and fp32 re-checks must fix
+    them."""
+    save_model(directory, "bert", LABEL_ORDERS["bert"])
+    model = AutoModelForSequenceClassification.from_pretrained(directory)
+    noise = torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model.classifier.weight[1] = model.classifier.weight[0] + 0.003 * noise
+        model.classifier.bias[1] = model.classifier.bias[0]
+    model.save_pretrained(directory)
+    return directory
+
+
+def test_int8_with_fp32_rechecks_gives_the_fp32_labels_that_int8_alone_misses(
+    tmp_path: Path,
+) -> None:
+    directory = near_tie_model(tmp_path / "near-tie")
+    options: dict[str, Any] = {"max_length": 96, "cache_size": 0}
+    premises = [r for r in REFERENCES for _ in CLAIMS]
+    hypotheses = CLAIMS * len(REFERENCES)
+    exact = likeliest(NLIChecker(directory, **options).classify_pairs(premises, hypotheses))
+    int8 = NLIChecker(directory, dtype="int8", **options)
+    assert int8.dtype == torch.qint8
+    assert not any(isinstance(m, torch.nn.Linear) for m in int8.model.modules())
+    alone = likeliest(int8.classify_pairs(premises, hypotheses))
+    flipped = sum(a != b for a, b in zip(alone, exact, strict=True))
+    assert flipped > 0
+    checker = NLIChecker(directory, dtype="int8", recheck_in_fp32=True, **options)
+    assert checker.tie_guard is not None
+    checker.tie_guard = TieGuard(calibration_pairs=4, audit_every=1_000)
+    assert likeliest(checker.classify_pairs(premises, hypotheses)) == exact
+    assert checker.tie_guard.max_error > 0
+    assert flipped <= checker.counts.pairs_rechecked <= len(exact)
+
+
+def test_dtypes_are_validated_and_int8_is_refused_off_the_cpu(model_dirs: dict[str, Path]) -> None:
+    with pytest.raises(ValueError, match=r"dtype must be one of \('auto', .*'int8'\), got 'int4'"):
+        NLIChecker(model_dirs["bert"], dtype="int4")  # type: ignore[arg-type]
+    for device in ("cuda", "cuda:1", "mps"):
+        with pytest.raises(ValueError, match=f"runs on a CPU only, not on '{device}'; on a GPU"):
+            NLIChecker(model_dirs["bert"], device=device, dtype="int8")
+    with pytest.raises(ValueError, match=r"reduced-precision dtype \(bfloat16, float16, int8\)"):
+        NLIChecker(model_dirs["bert"], dtype="float32", recheck_in_fp32=True)
 
 
 def test_checks_answers_through_the_monitor(minilm_nli: NLIChecker) -> None:
