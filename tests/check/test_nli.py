@@ -331,6 +331,7 @@ def test_empty_references_are_neutral_and_bad_options_are_refused(
 def test_bfloat16_runs_when_asked(model_dirs: dict[str, Path]) -> None:
     checker = NLIChecker(model_dirs["bert"], dtype="bfloat16", max_length=128)
     assert next(checker.model.parameters()).dtype == torch.bfloat16
+    assert checker.model.config._attn_implementation == "eager"  # faster than sdpa in CPU bf16
     verdicts = checker.check_batch(items_for(CLAIMS[:2], REFERENCES))
     assert all(v.label is not None for v in verdicts)
 
@@ -340,6 +341,8 @@ def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str,
     premises = [r for r in REFERENCES for _ in CLAIMS]
     hypotheses = CLAIMS * len(REFERENCES)
     exact = NLIChecker(model_dirs["minilm"], **options).classify_pairs(premises, hypotheses)
+    bf16 = NLIChecker(model_dirs["minilm"], dtype="bfloat16", **options)
+    reduced = bf16.classify_pairs(premises, hypotheses)
     checker = NLIChecker(model_dirs["minilm"], dtype="bfloat16", recheck_in_fp32=True, **options)
     assert checker.tie_guard is not None
     checker.tie_guard = TieGuard(calibration_pairs=4, audit_every=1_000)
@@ -352,10 +355,12 @@ def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str,
         for i, p in enumerate(got)
         if all(p[label] == pytest.approx(exact[i][label], abs=1e-5) for label in Label)
     ]
+    # Pairs 0-3 calibrate; the rest are judged by the margin they set (pair 4, the first and
+    # here only audit, is observed after that judgement and may widen it for later calls).
+    error = max(abs(reduced[i][label] - exact[i][label]) for i in range(4) for label in Label)
     near_ties = [
-        i for i, p in enumerate(got) if top_two_margin(list(p.values())) < guard.tie_margin
+        i for i, p in enumerate(reduced) if top_two_margin(list(p.values())) < 2 * guard.safety * error
     ]
-    # Pairs 0-3 calibrate; pair 4 is the first (and, here, only) audit.
     assert set(range(5)) | set(near_ties) <= set(rechecked)
     assert checker.counts.pairs_rechecked == len(rechecked) < len(got)
 
