@@ -358,9 +358,8 @@ def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str,
     # Pairs 0-3 calibrate; the rest are judged by the margin they set (pair 4, the first and
     # here only audit, is observed after that judgement and may widen it for later calls).
     error = max(abs(reduced[i][label] - exact[i][label]) for i in range(4) for label in Label)
-    near_ties = [
-        i for i, p in enumerate(reduced) if top_two_margin(list(p.values())) < 2 * guard.safety * error
-    ]
+    margin = 2 * guard.safety * error
+    near_ties = [i for i, p in enumerate(reduced) if top_two_margin(list(p.values())) < margin]
     assert set(range(5)) | set(near_ties) <= set(rechecked)
     assert checker.counts.pairs_rechecked == len(rechecked) < len(got)
 
