@@ -198,17 +198,47 @@ def build_model(size: str, directory: Path, tokenizer_dir: Path | None = None) -
         **SIZES[size],
     )
     torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_config(config)
+    model = AutoModelForSequenceClassification.from_config(config).eval()
+    spread_head(model, tokenizer)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 
 
-def whole_words(model_dir: Path) -> list[str]:
-    """Words the tokenizer keeps whole: text of about one token per word, as English has."""
-    from transformers import AutoTokenizer
+def spread_head(model: Any, tokenizer: Any, logit_std: float = 3.0) -> None:
+    """Makes the random head's labels depend on the input, as a trained head's do.
 
-    vocabulary = AutoTokenizer.from_pretrained(model_dir).get_vocab()
+    A random encoder maps every input to nearly the same pooled vector, so a random head gives
+    every pair nearly the same, nearly uniform probabilities: on the medium model the two
+    likeliest labels were a median 0.00035 apart, every pair a near-tie, which no trained NLI
+    model gives and which made the reduced-precision runs re-check every pair in fp32. Here the
+    head's last layer is centred on the mean of its inputs over sample pairs (not the
+    workload's) and scaled so that each logit varies by `logit_std` across them: labels and
+    margins spread as in a trained model. The compute is unchanged.
+    """
+    import torch
+
+    head = model.classifier.out_proj
+    sample = build_workload(2, 8, 5, whole_words(tokenizer), seed=123)["answers"]
+    pairs = [(r, c) for a in sample for c in a["claims"] for r in a["references"]]
+    inputs = tokenizer(
+        [r for r, _ in pairs], [c for _, c in pairs], truncation="only_first", max_length=256,
+        padding=True, return_tensors="pt",
+    )  # fmt: skip
+    seen: list[Any] = []
+    hook = head.register_forward_hook(lambda _module, args, _output: seen.append(args[0]))
+    with torch.inference_mode():
+        model(**inputs)
+    hook.remove()
+    with torch.no_grad():
+        mean = seen[0].mean(dim=0)
+        head.weight.mul_(logit_std / ((seen[0] - mean) @ head.weight.T).std(dim=0).mean())
+        head.bias.copy_(-(head.weight @ mean))
+
+
+def whole_words(tokenizer: Any) -> list[str]:
+    """Words the tokenizer keeps whole: text of about one token per word, as English has."""
+    vocabulary = tokenizer.get_vocab()
     return sorted(w for w in vocabulary if w.isascii() and w.isalpha() and len(w) >= 3)
 
 
@@ -395,10 +425,11 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    model_dir = build_model(
-        args.size, Path(tempfile.gettempdir()) / f"refcheck-nli-{args.size}", args.tokenizer
-    )
-    vocabulary = whole_words(model_dir)
+    from transformers import AutoTokenizer
+
+    directory = Path(tempfile.gettempdir()) / f"refcheck-nli-{args.size}-spread-head"
+    model_dir = build_model(args.size, directory, args.tokenizer)
+    vocabulary = whole_words(AutoTokenizer.from_pretrained(model_dir))
     workload = build_workload(answers, args.claims, args.references, vocabulary)
     warmup = build_workload(2, args.claims, args.references, vocabulary, seed=99)
     workload["warmup"] = warmup["answers"]
