@@ -198,47 +198,17 @@ def build_model(size: str, directory: Path, tokenizer_dir: Path | None = None) -
         **SIZES[size],
     )
     torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_config(config).eval()
-    spread_head(model, tokenizer)
+    model = AutoModelForSequenceClassification.from_config(config)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 
 
-def spread_head(model: Any, tokenizer: Any, logit_std: float = 3.0) -> None:
-    """Makes the random head's labels depend on the input, as a trained head's do.
-
-    A random encoder maps every input to nearly the same pooled vector, so a random head gives
-    every pair nearly the same, nearly uniform probabilities: on the medium model the two
-    likeliest labels were a median 0.00035 apart, every pair a near-tie, which no trained NLI
-    model gives and which made the reduced-precision runs re-check every pair in fp32. Here the
-    head's last layer is centred on the mean of its inputs over sample pairs (not the
-    workload's) and scaled so that each logit varies by `logit_std` across them: labels and
-    margins spread as in a trained model. The compute is unchanged.
-    """
-    import torch
-
-    head = model.classifier.out_proj
-    sample = build_workload(2, 8, 5, whole_words(tokenizer), seed=123)["answers"]
-    pairs = [(r, c) for a in sample for c in a["claims"] for r in a["references"]]
-    inputs = tokenizer(
-        [r for r, _ in pairs], [c for _, c in pairs], truncation="only_first", max_length=256,
-        padding=True, return_tensors="pt",
-    )  # fmt: skip
-    seen: list[Any] = []
-    hook = head.register_forward_hook(lambda _module, args, _output: seen.append(args[0]))
-    with torch.inference_mode():
-        model(**inputs)
-    hook.remove()
-    with torch.no_grad():
-        mean = seen[0].mean(dim=0)
-        head.weight.mul_(logit_std / ((seen[0] - mean) @ head.weight.T).std(dim=0).mean())
-        head.bias.copy_(-(head.weight @ mean))
-
-
-def whole_words(tokenizer: Any) -> list[str]:
+def whole_words(model_dir: Path) -> list[str]:
     """Words the tokenizer keeps whole: text of about one token per word, as English has."""
-    vocabulary = tokenizer.get_vocab()
+    from transformers import AutoTokenizer
+
+    vocabulary = AutoTokenizer.from_pretrained(model_dir).get_vocab()
     return sorted(w for w in vocabulary if w.isascii() and w.isalpha() and len(w) >= 3)
 
 
@@ -278,11 +248,13 @@ def run_ours(
     batch: int,
     batch_tokens: int | None,
     reduced: str | None = None,
+    recheck: bool = True,
 ) -> dict[str, Any]:
-    """Our checker over the workload in engine batches; `reduced`: that dtype, fp32 re-checks."""
+    """Our checker over the workload in engine batches; `reduced`: in that dtype, with fp32
+    re-checks of near-ties unless `recheck` is off."""
     from refcheck_callbacks.check.nli import NLIChecker
 
-    precision: dict[str, Any] = {"dtype": reduced, "recheck_in_fp32": True} if reduced else {}
+    precision: dict[str, Any] = {"dtype": reduced, "recheck_in_fp32": recheck} if reduced else {}
     # segment_tokens above any 200-word segment: the pre-split segments are used as they are.
     checker = NLIChecker(
         model_dir, device=device, top_k_segments=top_k, segment_tokens=500,
@@ -406,6 +378,11 @@ def main() -> None:
     parser.add_argument(
         "--skip-int8", action="store_true", help="no int8 + fp32 re-check run (CPU only anyway)"
     )
+    parser.add_argument(
+        "--no-recheck",
+        action="store_true",
+        help="bf16 / int8 runs without fp32 re-checks: their raw speed and how many labels move",
+    )
     parser.add_argument("--tokenizer", type=Path, help="tokenizer dir (default: bundled MiniLM)")
     parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, for MFU")
     parser.add_argument(
@@ -425,11 +402,10 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    from transformers import AutoTokenizer
-
-    directory = Path(tempfile.gettempdir()) / f"refcheck-nli-{args.size}-spread-head"
-    model_dir = build_model(args.size, directory, args.tokenizer)
-    vocabulary = whole_words(AutoTokenizer.from_pretrained(model_dir))
+    model_dir = build_model(
+        args.size, Path(tempfile.gettempdir()) / f"refcheck-nli-{args.size}", args.tokenizer
+    )
+    vocabulary = whole_words(model_dir)
     workload = build_workload(answers, args.claims, args.references, vocabulary)
     warmup = build_workload(2, args.claims, args.references, vocabulary, seed=99)
     workload["warmup"] = warmup["answers"]
@@ -447,8 +423,10 @@ def main() -> None:
     for key, dtype in REDUCED.items():
         if getattr(args, f"skip_{key}") or (key == "int8" and args.device != "cpu"):
             continue
-        reduced[key] = run_ours(workload, model_dir, top_k=None, reduced=dtype, **run)
-        progress(f"ours, {key} + fp32 re-checks: {reduced[key]['seconds']:.1f}s")
+        reduced[key] = run_ours(
+            workload, model_dir, top_k=None, reduced=dtype, recheck=not args.no_recheck, **run
+        )
+        progress(f"ours, {key}: {reduced[key]['seconds']:.1f}s")
     ours_top_k = None if args.skip_top_k else run_ours(workload, model_dir, top_k=args.top_k, **run)
     if ours_top_k is not None:
         progress(f"ours, top-{args.top_k} preselection: {ours_top_k['seconds']:.1f}s")
@@ -467,12 +445,14 @@ def main() -> None:
     if peak:
         report["ours_mfu_vs_bf16_peak"] = flops / ours["seconds"] / peak
     report["entailment_share"] = _entailment_share(ours, workload)
+    suffix = "" if args.no_recheck else "_recheck"
     for key, result in reduced.items():
         kept = ("pairs_scored", "pairs_rechecked_in_fp32", "tie_margin", "max_reduced_error")
-        report[f"ours_{key}_recheck"] = {
+        report[f"ours_{key}{suffix}"] = {
             **_rates(result, answers, pairs),
             **{name: result[name] for name in kept},
             "claim_labels_equal_ours_fp32": _agreement(result["labels"], ours["labels"]),
+            "pair_labels_equal_ours_fp32": _agreement(result["pair_labels"], ours["pair_labels"]),
         }
     if ours_top_k is not None:
         report["ours_top_k"] = _rates(ours_top_k, answers, ours_top_k["pairs"])
@@ -481,7 +461,7 @@ def main() -> None:
         their_labels = [label for answer in theirs["labels"] for label in answer]
         report["refchecker"] = _rates(theirs, answers, pairs)
         report["padded_tokens"] = padded_tokens(model_dir, workload, args.batch_tokens)
-        labelled = {"": ours, **{f"_{key}_recheck": result for key, result in reduced.items()}}
+        labelled = {"": ours, **{f"_{key}{suffix}": result for key, result in reduced.items()}}
         timed = {**labelled, **({"_top_k": ours_top_k} if ours_top_k is not None else {})}
         for key, result in timed.items():
             report[f"speedup{key}_wall"] = theirs["seconds"] / result["seconds"]
