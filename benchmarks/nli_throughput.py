@@ -20,37 +20,65 @@ and the agreement check real.
 This one file also serves as the driver inside RefChecker's virtualenv (`--refchecker-driver`),
 so it imports only the standard library at top level.
 
-Besides our default (fp32) run, a second run scores in bf16 with fp32 re-checks of near-ties
-(`dtype="bfloat16", recheck_in_fp32=True`; see refcheck_callbacks/check/nli_precision.py).
+Besides our default (fp32) run, two runs score in reduced precision with fp32 re-checks of
+near-ties (`recheck_in_fp32=True`; see refcheck_callbacks/check/nli_precision.py): bf16
+(`dtype="bfloat16"`, eager attention on a CPU) and int8 (`dtype="int8"`: every nn.Linear
+dynamically quantized, per-channel weights; CPU only, so skipped on other devices).
+`--no-recheck` runs them without re-checks instead: their raw speed and how many labels move.
 
-Measured 2026-11-21 13:32-13:38 UTC on the shared 2-core dev machine (AMD EPYC, AVX-512 with
-BF16) under the shared CPU lock, "small" model, 12,400 pairs. Labels identical to RefChecker's
-on every claim (1,600) and every compared pair (1,232), for both of our runs.
-`--threads 1`: RefChecker 56.7 s; ours fp32 35.4 s (5.6 answers/s, 350 pairs/s): 1.60x;
-ours bf16 + fp32 re-checks 25.1 s (8.0 answers/s, 493 pairs/s): 2.26x (wall and CPU alike).
-Torch's default two threads: RefChecker 36.5 s wall / 69.3 CPU s (5.5 answers/s); ours fp32
-21.0 / 39.8 (9.5 answers/s): 1.74x wall, 1.74x CPU; bf16 + re-checks 15.2 / 28.1 (13.2
-answers/s, 817 pairs/s): 2.40x wall, 2.46x CPU. (Earlier default-thread runs swung from 1.0x
-to 8.7x with the other load on the machine.) So the 3x target is not met: 2.3-2.5x with bf16 +
-re-checks, 1.6-1.7x in plain fp32.
-The re-check run re-scored 640 of 12,528 pairs (warm-up included) in fp32: 256 to calibrate
-and 384 audits, no near-tie. bf16 moved no probability by more than 0.00024 on the 640, so the
-learned tie margin was 0.0019, far below this random model's margins (its probabilities are
-nearly uniform: the top two about 0.0135 apart on each of 2,424 pairs looked at).
-Top-3 preselection cut pairs by 61% but ran at 0.56x RefChecker (101.4 s, one thread): the
-MiniLM it embeds sentences with is larger than this toy NLI model; it pays off only with a
-real-size NLI model.
+Measured 2026-11-21 on the shared 2-core dev machine (AMD EPYC, AVX-512 with BF16 and VNNI)
+under the shared CPU lock, one thread, 200 answers x 8 claims x 5 references = 12,400 pairs:
 
-Tried and not kept, forward pass only on 2,424 of these pairs, one thread, under the lock:
-ONNX Runtime fp32 (graph optimisation ALL, exported with dynamic axes; probabilities within
-6e-8 of torch) took 5.9-7.0 s against torch's 6.3-6.7 s across two runs, and its transformer
-fusions (no attention fusion for this graph) 8.0 s; torch.compile 6.05 s against 6.41 s after a
-27.5 s compile. Neither is measurably faster, so neither is an option. Stopping a claim at
-its first entailing segment (RefChecker's merge cannot change after one) would skip nothing
-here: this model labels 0 of the 1,232 sampled pairs Entailment (`entailment_share` in the
-report), so it was not built. A profile of our fp32 side (40 answers, one thread) puts 91-94%
-of its time in the model's forward pass; padding is already near the floor (2.07M padded tokens
-for 2.02M real, RefChecker 2.84M).
+    python benchmarks/nli_throughput.py --threads 1 --skip-top-k                 # 15:38-15:41
+    python benchmarks/nli_throughput.py --size medium --threads 1 --skip-top-k   # 15:41-16:02
+
+| model (hidden, layers) | RefChecker | ours fp32 | bf16 + re-checks | int8 + re-checks |
+|---|---|---|---|---|
+| small (128, 2) | 52.3 s | 33.3 s, 1.57x | 21.7 s, 2.41x | 22.8 s, 2.30x |
+| medium (256, 4) | 289.3 s | 211.5 s, 1.37x | 351.8 s, 0.82x | 313.7 s, 0.92x |
+(x: RefChecker's time over ours.) Answers/s: small 3.8, 6.0, 9.2, 8.8; medium 0.69, 0.95, 0.57,
+0.64; pairs/s small 237, 373, 570, 545.
+
+Labels were identical to RefChecker's on every claim (1,600) and every compared pair (1,232) in
+every run. So the 3x target is not met at either size. Small: the re-check runs re-scored 640
+of 12,528 pairs (warm-up included) in fp32, 256 to calibrate and 384 audits, no near-tie; bf16
+moved no probability by more than 0.00024 and int8 by 0.00069 (tie margins 0.0019, 0.0058),
+far below this model's margins (its top two about 0.0135 apart). Medium: every one of the
+12,528 pairs was re-scored in fp32, so both runs cost more than fp32 alone. This random model's
+probabilities are nearly uniform and its two likeliest labels a median 0.00035 apart (10% of
+176 pairs below 0.00006), while bf16 moved probabilities by up to 0.00097 and int8 by 0.0020
+(tie margins 0.0078, 0.016): every pair is a near-tie that reduced precision could flip, and
+the guard re-scores it. A trained NLI model's margins are mostly far wider; this benchmark has
+none to measure that on.
+
+Tried and not kept (all under the lock, one thread):
+- A head centred and scaled on sample pairs, so labels and margins spread as a trained head's
+  do: the random encoder's pooled vectors barely differ between inputs, so the scaled head
+  amplified bf16 and int8 noise as much as the signal (largest probability error 1.0) and every
+  pair was re-checked again (small: RefChecker 59.4 s, fp32 38.6 s, bf16 60.1 s, int8 62.7 s).
+- Attention implementation per precision, whole checks (CPU s, two rounds; small: 40 answers
+  with re-checks, medium: 20 answers without): bf16 sdpa 5.55 / 5.76 vs eager 5.39 / 5.66
+  (small), 11.9 / 12.0 vs 11.2 / 10.8 (medium), so bf16 on a CPU now loads eager; int8 (fp32
+  attention) sdpa 5.30 / 5.21 vs eager 6.68 / 8.42 (small), 9.7 / 10.4 vs 10.7 / 13.6 (medium),
+  so int8 keeps sdpa; fp32 7.3 / 7.4 (small), 20.3 / 22.2 (medium).
+- A smaller token budget for the reduced precisions: 4,096 or 2,048 tokens ran within 5% of
+  8,192 either way (medium int8: 9.7 / 9.1 and 9.7 / 9.4 against 9.7 / 10.4 CPU s).
+- Our own int8 linear layer on `torch._int_mm` with per-token activation scales: forward pass
+  (48 pairs x 168 tokens) 88 ms against torch.ao's 76 ms (small), 480 against 418 ms (medium);
+  in a bf16 model around it, 119 and 663 ms. Its separate quantize and rescale steps cost more
+  than the int8 product saves. Per-channel against per-tensor weight scales in torch.ao: the
+  same time (within 5%) and error (0.0016 against 0.0017, medium).
+- Where the int8 forward pass goes (medium, profiler): int8 products 52%, fp32 flash attention
+  24%, GELU 18%; bf16: products 57%, attention 25%, GELU 8%; fp32: products 78%.
+- Earlier sessions: ONNX Runtime fp32 (5.9-7.0 s against torch's 6.3-6.7 s on 2,424 pairs; its
+  transformer fusions 8.0 s) and torch.compile (6.05 s against 6.41 s after a 27.5 s compile)
+  were not measurably faster. Stopping a claim at its first entailing segment was not built:
+  the small model labels no pair Entailment. Top-3 preselection cut pairs by 61% but ran at
+  0.56x RefChecker (101.4 s, small, one thread): its MiniLM embedding costs more than this toy
+  NLI model. With torch's default two threads (small, 13:32-13:38, before int8 and eager bf16
+  attention): RefChecker 36.5 s wall, ours fp32 21.0 s (1.74x), bf16 + re-checks 15.2 s (2.40x).
+- A profile of our fp32 side (40 answers, one thread) puts 91-94% of its time in the model's
+  forward pass; padding is near the floor (2.07M padded tokens for 2.02M real, RefChecker 2.84M).
 """
 
 from __future__ import annotations
