@@ -201,12 +201,14 @@ class NLIChecker(SyncChecker):
         "sdpa" runs there) ran no faster in bf16 than in fp32, while eager attention's batched
         matrix products gain from bf16; whole checks took 5-10% less time on the benchmark's
         medium model, the same on its small one. int8 keeps fp32 attention, where eager ran
-        10-30% slower; fp32 (and the fp32 copy that re-checks) keeps the model's own choice.
+        10-60% slower; fp32 (and the fp32 copy that re-checks) keeps the model's own choice.
+        Transformers releases without `set_attn_implementation` keep it too: only speed differs.
         """
         torch = self._torch
         if self.dtype == torch.qint8:
             return quantized_int8(model)
-        if self.dtype == torch.bfloat16 and torch.device(self.device).type == "cpu":
+        on_cpu = torch.device(self.device).type == "cpu"
+        if self.dtype == torch.bfloat16 and on_cpu and hasattr(model, "set_attn_implementation"):
             model.set_attn_implementation("eager")
         return model.to(device=self.device, dtype=self.dtype)
 
