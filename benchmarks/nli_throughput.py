@@ -39,6 +39,10 @@ under the shared CPU lock, one thread, 200 answers x 8 claims x 5 references = 1
 (x: RefChecker's time over ours.) Answers/s: small 3.8, 6.0, 9.2, 8.8; medium 0.69, 0.95, 0.57,
 0.64; pairs/s small 237, 373, 570, 545.
 
+With torch's default two threads (`python benchmarks/nli_throughput.py --skip-top-k`, small,
+16:33-16:37): RefChecker 43.6 s wall (81.1 CPU s), ours fp32 24.5 s (1.78x), bf16 + re-checks
+16.8 s (2.60x wall, 2.64x CPU; 11.9 answers/s against 4.6), int8 + re-checks 18.5 s (2.35x).
+
 Labels were identical to RefChecker's on every claim (1,600) and every compared pair (1,232) in
 every run. So the 3x target is not met at either size. Small: the re-check runs re-scored 640
 of 12,528 pairs (warm-up included) in fp32, 256 to calibrate and 384 audits, no near-tie; bf16
