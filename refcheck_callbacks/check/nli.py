@@ -25,7 +25,6 @@ from typing import Any, Literal, get_args
 
 from refcheck_callbacks._optional import require
 from refcheck_callbacks.check.base import SyncChecker
-from refcheck_callbacks.check.cpu_streams import SingleThreadStreams
 from refcheck_callbacks.check.encoder import SentenceEncoder
 from refcheck_callbacks.check.lru import LRU, digest
 from refcheck_callbacks.check.merge import SegmentScore, merged_verdict
@@ -98,9 +97,6 @@ class NLIChecker(SyncChecker):
             times further than any pair measured; probabilities of pairs not re-scored keep
             the reduced precision's error, so of two segments that carry a claim's label with
             nearly equal probability either may be its evidence. Costs an fp32 model copy.
-        cpu_streams: on a CPU, model batches run this many at a time, each on one thread
-            (see `cpu_streams`); default: torch's thread count. 1 runs one batch at a time on
-            torch's threads. Only for a CPU device.
 
     The model loads here, so a wrong name, a missing extra or an unreadable label scheme
     fails when the checker is built, not in the background worker.
@@ -124,7 +120,6 @@ class NLIChecker(SyncChecker):
         labels: Mapping[int, str] | None = None,
         cache_size: int = 100_000,
         recheck_in_fp32: bool = False,
-        cpu_streams: int | None = None,
     ) -> None:
         self._torch = require("torch", "nli")
         self._np = require("numpy", "nli")
@@ -135,7 +130,6 @@ class NLIChecker(SyncChecker):
         self.model_name = str(model)
         self.device = self._pick_device(device)
         self.dtype = self._pick_dtype(dtype)
-        streams = self._count_streams(cpu_streams)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_name)
         loaded = transformers.AutoModelForSequenceClassification.from_pretrained(self.model_name)
         if labels is not None and len(labels) != loaded.config.num_labels:
@@ -173,7 +167,6 @@ class NLIChecker(SyncChecker):
         self.counts = NLICounts()
         self._pair_cache: LRU[bytes, Row] = LRU(cache_size)
         self._segment_cache: LRU[bytes, tuple[tuple[int, int], ...]] = LRU(4096)
-        self._streams = SingleThreadStreams(self._torch, streams) if streams > 1 else None
         self._lock = threading.Lock()
         logger.info("refcheck: NLI model %s on %s (%s)", self.model_name, self.device, self.dtype)
 
@@ -181,12 +174,6 @@ class NLIChecker(SyncChecker):
         if device != "auto":
             return device
         return "cuda" if self._torch.cuda.is_available() else "cpu"
-
-    def _count_streams(self, cpu_streams: int | None) -> int:
-        on_cpu = self._torch.device(self.device).type == "cpu"
-        if cpu_streams is not None and (cpu_streams < 1 or (cpu_streams > 1 and not on_cpu)):
-            raise ValueError(f"cpu_streams must be at least 1, and 1 off the CPU: {cpu_streams}")
-        return (cpu_streams or self._torch.get_num_threads()) if on_cpu else 1
 
     def _pick_dtype(self, dtype: str) -> Any:
         """The torch dtype to run in; int8 reads as `torch.qint8`, checked against the device
@@ -387,7 +374,6 @@ class NLIChecker(SyncChecker):
             lambda batch: self._forward([encoded[i] for i in batch], model),
             self._is_oom,
             self._on_oom,
-            None if self._streams is None else self._streams.map,
         )
 
     def _encode(self, pairs: Sequence[Pair]) -> list[Encoded]:

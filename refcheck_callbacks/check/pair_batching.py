@@ -10,13 +10,11 @@ batches after it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 R = TypeVar("R")
-BatchMap = Callable[[Callable[[list[int]], list[R]], Iterable[list[int]]], Iterable[list[R]]]
-"""Runs a function over batches, results in batch order (`map`, or a pool's `map`)."""
 
 
 def padded_length(length: int, multiple: int) -> int:
@@ -86,23 +84,15 @@ def run_packed(
     forward: Callable[[list[int]], Sequence[R]],
     is_oom: Callable[[BaseException], bool],
     on_oom: Callable[[int], None] = lambda rows: None,
-    map_batches: BatchMap[R] | None = None,
 ) -> list[R]:
     """`forward` over packed batches of indices; one result per index, in index order.
 
     `forward(indices)` returns one result per index it is given. An error for which `is_oom`
     holds halves that batch and the budget (down to one row, then it is raised);
-    `on_oom(rows)` is told the size of each batch that failed. `map_batches` may run batches
-    concurrently (`cpu_streams`); it then cuts every batch before the first runs, so a halving
-    applies to the retried batch alone.
+    `on_oom(rows)` is told the size of each batch that failed.
     """
     runner = _Halving(forward, is_oom, on_oom, budget)
     results: dict[int, R] = {}
-    if map_batches is None:
-        for batch in _batches(lengths, budget):
-            results.update(zip(batch, runner.run(batch), strict=True))
-    else:
-        batches = list(_batches(lengths, budget))
-        for batch, rows in zip(batches, map_batches(runner.run, batches), strict=True):
-            results.update(zip(batch, rows, strict=True))
+    for batch in _batches(lengths, budget):
+        results.update(zip(batch, runner.run(batch), strict=True))
     return [results[index] for index in range(len(lengths))]

@@ -8,7 +8,6 @@ compares the checker against the model itself (one pair at a time) or against it
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -291,42 +290,6 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_verdicts(
     assert_same_verdicts(got, want)
     assert failed and checker.counts.oom_retries == len(failed)
     assert checker.budget.tokens < 4096
-
-
-def test_cpu_streams_run_batches_on_their_threads_with_the_same_verdicts(
-    model_dirs: dict[str, Path],
-) -> None:
-    options: dict[str, Any] = {"max_length": 96, "segment_tokens": 24, "cache_size": 0}
-    items = items_for(CLAIMS, REFERENCES)
-    want = NLIChecker(model_dirs["roberta"], cpu_streams=1, **options).check_batch(items)
-    checker = NLIChecker(model_dirs["roberta"], cpu_streams=2, batch_tokens=512, **options)
-    threads: set[str] = set()
-    checker.model.register_forward_pre_hook(lambda *_: threads.add(threading.current_thread().name))
-    assert_same_verdicts(checker.check_batch(items), want)
-    assert len(threads) == 2 and all(name.startswith("refcheck-nli") for name in threads)
-
-
-def test_cpu_streams_leave_the_apps_torch_threads_as_they_were(
-    model_dirs: dict[str, Path],
-) -> None:
-    def in_a_new_thread() -> int:
-        seen: list[int] = []
-        thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
-        thread.start()
-        thread.join()
-        return seen[0]
-
-    process_default = torch.get_num_threads()
-    torch.set_num_threads(2)  # a count the pool's pinning to one would visibly change
-    try:
-        NLIChecker(model_dirs["bert"], cpu_streams=3)
-        assert (torch.get_num_threads(), in_a_new_thread()) == (2, 2)
-    finally:
-        torch.set_num_threads(process_default)
-    for bad, device in ((0, "cpu"), (2, "cuda")):
-        refused = rf"cpu_streams must be at least 1, and 1 off the CPU: {bad}"
-        with pytest.raises(ValueError, match=refused):
-            NLIChecker(model_dirs["bert"], cpu_streams=bad, device=device)
 
 
 def test_an_unknown_label_scheme_fails_at_load_and_labels_overrides_it(tmp_path: Path) -> None:
