@@ -88,6 +88,26 @@ Tried and not kept (all under the lock, one thread):
   attention): RefChecker 36.5 s wall, ours fp32 21.0 s (1.74x), bf16 + re-checks 15.2 s (2.40x).
 - A profile of our fp32 side (40 answers, one thread) puts 91-94% of its time in the model's
   forward pass; padding is near the floor (2.07M padded tokens for 2.02M real, RefChecker 2.84M).
+- Session 4 (2026-11-21, 17:15-17:35, under the lock), bf16 + re-checks, small model:
+  - torch.compile of the bf16 model (inductor, `freezing=True`, eager attention), forward
+    passes over four batch shapes of about 8k tokens, one thread: 0.88x eager bf16 with
+    dynamic shapes (28 s to compile), 0.81x with static ones (35 s). Not kept.
+  - Two worker processes of one thread each, each checking half of 48 answers, against one
+    process with two threads checking all 48 (twice): 4.2 / 4.6 s and 4.0 / 4.0 s wall
+    against 4.0 / 4.2 s. Busy side by side, the two one-thread processes each ran about 20%
+    slower than one alone, so the two-thread process already gets what the two cores give
+    (forward passes alone: 1.7x one thread). Not built.
+  - Where a two-thread check goes (48 answers, cProfile, 4.7 s): the model's forward passes
+    83-85% (linear layers 1.79 s, attention products and softmax 0.80 s, GELU 0.29 s, layer
+    norm 0.16 s), tokenizing 0.49 s (10%), padding and merging the rest.
+  - So 3x is out of reach on this CPU with identical labels: a third of RefChecker's two-thread
+    43.6 s is 14.5 s, and the forward passes alone (85% of 16.8 s, 14.3 s) plus tokenizing
+    each text once (10%, 1.7 s) already take 16 s: at most 2.7x. On one thread the forward
+    passes alone (90% of 21.7 s, 19.5 s) exceed a third of 52.3 s (17.4 s). The forward pass
+    cannot shrink without changing labels: padding is at the floor, every pair must be scored
+    (the model labels no pair Entailment, so no claim can stop early), bf16 is the fastest
+    precision that keeps labels (int8 runs slower after its re-checks), and the fusion
+    compilers tried (torch.compile, ONNX Runtime) ran no faster.
 """
 
 from __future__ import annotations
