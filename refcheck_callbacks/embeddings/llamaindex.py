@@ -11,16 +11,12 @@ import asyncio
 from typing import Any
 
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
-from refcheck_callbacks.support.extras import MissingExtraError
+from refcheck_callbacks.support.extras import require
 
-try:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
-    from pydantic import PrivateAttr
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingExtraError(
-        "the LlamaIndex integration needs llama-index-core; install it with: "
-        "pip install 'refcheck-callbacks[llamaindex]'"
-    ) from exc
+require("llama_index.core", "llamaindex")
+
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from pydantic import PrivateAttr  # noqa: E402
 
 
 class SentenceEncoderEmbedding(BaseEmbedding):

@@ -33,22 +33,18 @@ import threading
 from typing import Any
 
 from refcheck_callbacks.engine.monitor import RefCheckMonitor
-from refcheck_callbacks.support.extras import MissingExtraError
+from refcheck_callbacks.support.extras import require
 
-try:
-    from llama_index.core.instrumentation import Dispatcher, get_dispatcher
-    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-    from llama_index.core.instrumentation.events import BaseEvent
-    from llama_index.core.instrumentation.span import BaseSpan
-    from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-    from pydantic import Field
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise MissingExtraError(
-        "the LlamaIndex integration needs llama-index-core; install it with: "
-        "pip install 'refcheck-callbacks[llamaindex]'"
-    ) from exc
+require("llama_index.core", "llamaindex")
 
-from refcheck_callbacks.integrations.llamaindex.capture import QueryCapture
+from llama_index.core.instrumentation import Dispatcher, get_dispatcher  # noqa: E402
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler  # noqa: E402
+from llama_index.core.instrumentation.events import BaseEvent  # noqa: E402
+from llama_index.core.instrumentation.span import BaseSpan  # noqa: E402
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler  # noqa: E402
+from pydantic import Field  # noqa: E402
+
+from refcheck_callbacks.integrations.llamaindex.capture import QueryCapture  # noqa: E402
 
 __all__ = ["QueryCapture", "instrument_llamaindex", "uninstrument_llamaindex"]
 
