@@ -203,3 +203,26 @@ def test_the_cli_checks_a_good_record_next_to_a_pathological_one(tmp_path, stuck
     assert written == [0, 2, 3]
     assert [index for index, _ in summary.skipped] == [1]
     assert "timeout" in summary.skipped[0][1]
+
+
+def test_a_reference_of_200000_dots_leaves_its_batch_neighbours_checked(
+    embedded_checker: Checker, sink: ResultSink
+) -> None:
+    """The issue's worst input at the input limit, on the default pipeline (sentence claims,
+    embedded checker). How long the app's threads stall meanwhile is timed in
+    benchmarks/pathological_input.py."""
+    monitor = RefCheckMonitor(
+        checker=embedded_checker, on_result=sink, exporters=[], batch_size=BATCH, max_wait=5.0
+    )
+    with monitor:
+        for index in range(BATCH):
+            references = ["." * 200_000] if index == 7 else REFERENCES
+            monitor.submit(
+                answer=f"Answer {index}: the tower stands in Paris.",
+                references=references,
+                metadata={"index": index},
+            )
+        assert monitor.flush(120)
+    outcomes = _by_index(sink)
+    assert outcomes.pop(7) in (Outcome.CHECKED, Outcome.TIMEOUT)
+    assert list(outcomes.values()) == [Outcome.CHECKED] * (BATCH - 1)
