@@ -11,23 +11,29 @@ there have been in this process.
 Why not asyncio's default executor: the event loop resolves host names on it, so stuck
 checker threads would stall LLM calls; and concurrent.futures joins its threads at interpreter
 exit before atexit hooks run, so one stuck call would hang the app's exit and our exit flush
-could not use a thread at all. These threads are daemons that nothing joins.
+could not use a thread at all. These threads are daemons: at exit, after the monitors' own
+exit flush, the idle ones are retired (briefly joined), because native libraries (torch) abort
+the process when a thread that ran their code is still alive as they tear down; a thread stuck
+in an abandoned call is left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_Work = tuple["concurrent.futures.Future[Any]", Callable[[], Any]]
+_Work = tuple["concurrent.futures.Future[Any]", Callable[[], Any]] | None
+"""A call to run, or None: the thread that takes it ends."""
 
 
 class BlockingPool:
@@ -45,6 +51,7 @@ class BlockingPool:
         self._lock = threading.Lock()
         self._work: queue.SimpleQueue[_Work] = queue.SimpleQueue()
         self._threads = 0
+        self._running: set[threading.Thread] = set()
         self._waiting = 0
         """Calls submitted and not yet taken by a thread."""
         self._idle = 0
@@ -87,8 +94,9 @@ class BlockingPool:
                 self._threads += 1
         self._work.put((future, call))
         if start:
+            thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
             try:
-                threading.Thread(target=self._serve, name=self.name, daemon=True).start()
+                thread.start()
             except RuntimeError:
                 with self._lock:
                     self._threads -= 1
@@ -108,28 +116,53 @@ class BlockingPool:
             self._abandoned -= 1
 
     def _serve(self) -> None:
-        while True:
+        with self._lock:
+            self._running.add(threading.current_thread())
+        try:
+            while (work := self._next()) is not None:
+                future, call = work
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    result = call()
+                except BaseException as exc:
+                    # Even SystemExit: it belongs to the caller's stage, not to this thread.
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+                del future, call, work
+        finally:
             with self._lock:
-                self._idle += 1
-            future, call = self._work.get()
-            with self._lock:
-                self._idle -= 1
-                self._waiting -= 1
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = call()
-            except BaseException as exc:
-                # Even SystemExit: it belongs to the caller's stage, not to this thread.
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-            del future, call
+                self._threads -= 1
+                self._running.discard(threading.current_thread())
+
+    def _next(self) -> _Work:
+        with self._lock:
+            self._idle += 1
+        work = self._work.get()
+        with self._lock:
+            self._idle -= 1
+            self._waiting -= 1
+        return work
+
+    def retire(self, timeout: float) -> None:
+        """End the threads, waiting at most `timeout` seconds in total; a thread busy past it
+        (an abandoned call) ends when its call returns. For interpreter exit."""
+        with self._lock:
+            threads = list(self._running)
+            self._waiting += len(threads)
+        for _ in threads:
+            self._work.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 STAGE_THREADS = BlockingPool(min(32, (os.cpu_count() or 1) + 4))
 """The process's pool for blocking stage work (sized like asyncio's default executor)."""
 os.register_at_fork(after_in_child=STAGE_THREADS._reset)
+# Registered at import, so it runs after every monitor's exit flush (atexit runs last-in first).
+atexit.register(STAGE_THREADS.retire, 0.5)
 
 
 async def run_blocking(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
