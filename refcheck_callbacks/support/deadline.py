@@ -9,6 +9,7 @@ a daemon thread and waits for it only until the deadline.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -62,16 +63,25 @@ class SingleFlight(Generic[R]):
 
     A hung back end then holds one thread, not one per flush: a call made while an earlier one
     still runs first waits for that one (within its own deadline) before starting its own.
+
+    A forked child starts afresh: the parent's running call has no thread in the child, and
+    waiting for it would make every flush there overrun.
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._running: Flight[R] | None = None
 
     def call(self, function: Callable[[], R], deadline: Deadline) -> Flight[R]:
         """The finished call (its result or what it raised); `Overrun` at the deadline.
         Anything else raised here interrupted the waiting thread itself (Ctrl-C)."""
+        if self._pid != os.getpid():
+            self._reset()
         while True:
             with self._lock:
                 running = self._running

@@ -2,7 +2,8 @@
 
 100x more submissions than the queue holds are refused at once and counted, memory stays flat,
 and accepted = delivered + counted. A process forked while the monitor is mid-batch, with a
-stage call stuck in a thread, gets a monitor of its own that works.
+stage call stuck in a thread, or while an exporter's flush hangs, gets a monitor of its own that
+works.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import resource
+import threading
 import time
 
 import pytest
@@ -18,6 +20,7 @@ from results import ResultSink
 from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import Outcome, RefCheckMonitor, StageTimeouts, Tally
+from refcheck_callbacks.exporters.base import Exporter
 
 REFERENCE = "The Eiffel Tower stands in Paris. " * 300  # about 10 KB
 
@@ -80,3 +83,35 @@ def test_a_child_forked_mid_batch_with_a_stuck_stage_thread_checks_on_its_own(
         checker.release.set()
         monitor.shutdown(10)
     assert [r.outcome for r in sink.results] == [Outcome.CHECKED]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_child_forked_while_an_exporter_flush_hangs_flushes_its_own_exporters() -> None:
+    parent = os.getpid()
+    release = threading.Event()
+
+    class HangingInTheParent(Exporter):
+        """Its flush hangs in the parent (an endpoint that never answers) and works in a child."""
+
+        name = "hanging-in-the-parent"
+
+        def force_flush(self, timeout: float) -> bool:
+            if os.getpid() == parent:
+                release.wait(30)
+            return True
+
+    monitor = RefCheckMonitor(checker=KeywordChecker(), exporters=[HangingInTheParent()])
+    try:
+        assert not monitor.flush(timeout=0.2)  # the parent's flush call goes on in a thread
+        pid = os.fork()
+        if pid == 0:
+            ok = False
+            try:
+                ok = monitor.submit(answer="Paris.", references=["Paris."]) and monitor.flush(5)
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, "the child waited for its parent's flush"
+    finally:
+        release.set()
+        monitor.shutdown(5)
