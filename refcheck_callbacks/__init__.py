@@ -24,6 +24,7 @@ from refcheck_callbacks.errors import (
     ProtocolError,
     RedactionError,
     RefCheckError,
+    SignalHandlerError,
     StageOutputError,
 )
 from refcheck_callbacks.types import (
@@ -78,6 +79,7 @@ __all__ = [
     "RefCheckMonitor",
     "Reference",
     "ResponseLabel",
+    "SignalHandlerError",
     "StageOutputError",
     "StageTimeouts",
     "StageVerdict",

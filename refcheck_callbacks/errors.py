@@ -71,6 +71,11 @@ class MonitorUnavailableError(RefCheckError):
     """`check()` was called on a shut-down monitor, or from inside a result hook."""
 
 
+class SignalHandlerError(RefCheckError, ValueError):
+    """`install_signal_handlers` was called from a thread other than the main thread (only
+    the main thread may set signal handlers)."""
+
+
 class LLMCallError(RefCheckError):
     """An LLM call that failed for good: retries spent, deadline passed, or a client error.
 
@@ -121,5 +126,6 @@ __all__ = [
     "RefCheckError",
     "RemoteCallError",
     "ServiceStartError",
+    "SignalHandlerError",
     "StageOutputError",
 ]

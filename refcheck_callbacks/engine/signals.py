@@ -16,7 +16,7 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from refcheck_callbacks.errors import RefCheckError
+from refcheck_callbacks.errors import SignalHandlerError
 from refcheck_callbacks.support.logs import logger
 
 if TYPE_CHECKING:
@@ -26,18 +26,20 @@ _GRACE = 0.5
 """Seconds the handler waits past `timeout` for the helper thread before chaining anyway."""
 
 
-class SignalHandlerError(RefCheckError, ValueError):
-    """`install_signal_handlers` was called from a thread other than the main thread (only
-    the main thread may set signal handlers)."""
+_ENDS_PROCESS = "refcheck_ends_process"
+"""Attribute of our handlers: whether the chain they end in ends the process."""
 
 
 def _ends_process(previous: Any) -> bool:
-    """Whether the previous disposition ends the process (None: set outside Python)."""
-    return previous in (signal.SIG_DFL, None)
+    """Whether the previous disposition ends the process (None: set outside Python). Another
+    monitor's handler ends it when its own chain does: then the monitor whose handler runs
+    first must shut down and count what it cannot finish, not only flush, or the default
+    action at the chain's end would lose its leftovers uncounted."""
+    return getattr(previous, _ENDS_PROCESS, previous in (signal.SIG_DFL, None))
 
 
 def _chain(signum: int, frame: FrameType | None, previous: Any) -> None:
-    if _ends_process(previous):
+    if previous in (signal.SIG_DFL, None):
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     elif callable(previous):
@@ -60,10 +62,12 @@ def install(
 
 
 def _handler(monitor: RefCheckMonitor, previous: Any, timeout: float) -> Any:
+    ends_process = _ends_process(previous)
+
     def handle(signum: int, frame: FrameType | None) -> None:
         helper = threading.Thread(
             target=_finish,
-            args=(monitor, timeout, _ends_process(previous)),
+            args=(monitor, timeout, ends_process),
             name="refcheck-signal",
             daemon=True,
         )
@@ -71,6 +75,7 @@ def _handler(monitor: RefCheckMonitor, previous: Any, timeout: float) -> Any:
         helper.join(timeout + _GRACE)
         _chain(signum, frame, previous)
 
+    setattr(handle, _ENDS_PROCESS, ends_process)
     return handle
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 import pytest
-from fault_components import MARK, RaisingChecker
+from fault_components import MARK, RaisingChecker, RaisingExtractor
 from results import ResultSink
 from scripted_checkers import GatedChecker, KeywordChecker, SlowChecker
 
@@ -119,6 +119,30 @@ def test_a_checker_raising_a_base_exception_fails_only_its_requests(
         assert monitor.flush(10)
         outcomes = sorted(r.outcome.value for r in sink.results)
         assert outcomes == ["checked", "checked", "checked", "error"]
+        assert _fill(monitor, 2) == 2 and monitor.flush(10)
+        assert len(sink.results) == 6
+
+
+@pytest.mark.parametrize(
+    "raised", [SystemExit, KeyboardInterrupt, asyncio.CancelledError, MemoryError]
+)
+def test_an_extractor_raising_a_base_exception_fails_only_its_requests(
+    raised: type[BaseException], sink: ResultSink
+) -> None:
+    with RefCheckMonitor(
+        extractor=RaisingExtractor(raised),
+        checker=KeywordChecker(),
+        on_result=sink,
+        exporters=[],
+        batch_size=4,
+        max_wait=1.0,
+    ) as monitor:
+        monitor.submit(answer=f"It is {MARK}.", references=REFERENCES)
+        _fill(monitor, 3)
+        assert monitor.flush(10)
+        outcomes = sorted(r.outcome.value for r in sink.results)
+        assert outcomes == ["checked", "checked", "checked", "error"]
+        assert monitor.stats.get(Tally.FAILED, raised.__name__) == 1
         assert _fill(monitor, 2) == 2 and monitor.flush(10)
         assert len(sink.results) == 6
 

@@ -83,6 +83,21 @@ def test_sigterm_flushes_within_its_bound_counts_the_rest_and_ends_the_process(
     assert _delivered(tmp_path) + dropped["signal"] == accepted == 500
 
 
+def test_sigterm_with_two_monitors_chained_counts_both_monitors_leftovers(tmp_path: Path) -> None:
+    """The second monitor's handler chains to the first one's, not to the default action: it
+    must still shut down and count, since the process ends at the end of the chain."""
+    app, accepted = _start("two-monitors", tmp_path)
+    time.sleep(0.5)
+    started = time.monotonic()
+    app.send_signal(signal.SIGTERM)
+    _, stderr = app.communicate(timeout=60)
+    elapsed = time.monotonic() - started
+    assert app.returncode == -signal.SIGTERM, stderr
+    assert elapsed < 2 * 1.0 + SLACK, f"the two handlers took {elapsed:.1f}s with timeout=1"
+    dropped = _dropped(tmp_path)
+    assert _delivered(tmp_path) + dropped["signal"] == accepted == 500
+
+
 def test_sigterm_over_the_apps_own_handler_flushes_first_then_the_app_goes_on(
     tmp_path: Path,
 ) -> None:

@@ -5,7 +5,9 @@ It submits answers to a monitor on a slow checker, prints `accepted N` and `read
 - `sigterm`: installs the monitor's signal handlers (over the default action) and waits for
   SIGTERM;
 - `app-handler`: as `sigterm`, over a SIGTERM handler of the app's own, which records how many
-  results had been delivered when it ran, then lets the app go on and check one more answer.
+  results had been delivered when it ran, then lets the app go on and check one more answer;
+- `two-monitors`: as `sigterm`, with the answers split between two monitors that each install
+  their handlers (the second chains to the first, which chains to the default action).
 
 Every delivered result is appended to DIR/delivered and every count the monitor records to
 DIR/counts, each line flushed at once, so the test reads them even after a signal killed us.
@@ -51,13 +53,17 @@ def main(mode: str, folder: Path) -> None:
             delivered.write(f"{result.request.request_id} {result.outcome.value}\n")
 
     count = 2048 if mode == "exit" else 500
-    monitor = RefCheckMonitor(
-        checker=SlowChecker(seconds=0.2),
-        on_result=record,
-        exporters=[CountsFile(folder / "counts")],
-        max_queue=count,
-        exit_timeout=2.0,
-    )
+    monitors = [
+        RefCheckMonitor(
+            checker=SlowChecker(seconds=0.2),
+            on_result=record,
+            exporters=[CountsFile(folder / "counts")],
+            max_queue=count,
+            exit_timeout=2.0,
+        )
+        for _ in range(2 if mode == "two-monitors" else 1)
+    ]
+    monitor = monitors[0]
     done = threading.Event()
     if mode == "app-handler":
 
@@ -69,9 +75,12 @@ def main(mode: str, folder: Path) -> None:
 
         signal.signal(signal.SIGTERM, app_handler)
     if mode != "exit":
-        monitor.install_signal_handlers(timeout=30.0 if mode == "app-handler" else 1.0)
+        for each in monitors:
+            each.install_signal_handlers(timeout=30.0 if mode == "app-handler" else 1.0)
     accepted = sum(
-        monitor.submit(answer=f"Claim {i} is in Paris.", references=["It is in Paris."])
+        monitors[i % len(monitors)].submit(
+            answer=f"Claim {i} is in Paris.", references=["It is in Paris."]
+        )
         for i in range(count if mode != "app-handler" else 20)
     )
     print(f"accepted {accepted}", flush=True)

@@ -112,3 +112,19 @@ class StuckExtractor(SyncExtractor):
         if any(MARK in request.answer for request in requests):
             self.release.wait(self.seconds)
         return self._sentences.extract_batch(requests)
+
+
+class RaisingExtractor(SyncExtractor):
+    """Sentence claims, but raises `make()` on a batch holding a marked answer: any
+    BaseException, not only errors."""
+
+    name = "raising-sentences"
+
+    def __init__(self, make: Callable[[], BaseException]) -> None:
+        self.make = make
+        self._sentences = SentenceExtractor()
+
+    async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
+        if any(MARK in request.answer for request in requests):
+            raise self.make()
+        return self._sentences.extract_batch(requests)
