@@ -107,35 +107,19 @@ def test_a_checker_raising_cancelled_error_fails_its_batch_which_is_counted(
         )
 
 
-@pytest.mark.parametrize("raised", [SystemExit, KeyboardInterrupt, GeneratorExit])
-def test_a_checker_raising_a_base_exception_fails_only_its_requests(
-    raised: type[BaseException], sink: ResultSink
-) -> None:
-    with RefCheckMonitor(
-        checker=RaisingChecker(raised), on_result=sink, exporters=[], batch_size=4, max_wait=1.0
-    ) as monitor:
-        monitor.submit(answer=f"It is {MARK}.", references=REFERENCES)
-        _fill(monitor, 3)
-        assert monitor.flush(10)
-        outcomes = sorted(r.outcome.value for r in sink.results)
-        assert outcomes == ["checked", "checked", "checked", "error"]
-        assert _fill(monitor, 2) == 2 and monitor.flush(10)
-        assert len(sink.results) == 6
-
-
 @pytest.mark.parametrize(
-    "raised", [SystemExit, KeyboardInterrupt, asyncio.CancelledError, MemoryError]
+    "raised", [SystemExit, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError, MemoryError]
 )
-def test_an_extractor_raising_a_base_exception_fails_only_its_requests(
-    raised: type[BaseException], sink: ResultSink
+@pytest.mark.parametrize("stage", ["extract", "check"])
+def test_a_component_raising_a_base_exception_fails_only_its_requests(
+    stage: str, raised: type[BaseException], sink: ResultSink
 ) -> None:
+    if stage == "extract":
+        components = {"extractor": RaisingExtractor(raised), "checker": KeywordChecker()}
+    else:
+        components = {"checker": RaisingChecker(raised)}
     with RefCheckMonitor(
-        extractor=RaisingExtractor(raised),
-        checker=KeywordChecker(),
-        on_result=sink,
-        exporters=[],
-        batch_size=4,
-        max_wait=1.0,
+        **components, on_result=sink, exporters=[], batch_size=4, max_wait=1.0
     ) as monitor:
         monitor.submit(answer=f"It is {MARK}.", references=REFERENCES)
         _fill(monitor, 3)
