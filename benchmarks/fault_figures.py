@@ -17,6 +17,15 @@ deadline is reported as still blocked at the cap, not waited for. The cases:
 Every "uncounted" figure is accepted - delivered - counted dropped.
 
     python benchmarks/fault_figures.py [--before PATH] [--json FILE]
+
+Measured on 2 shared cores, before = 65e7610 (the commit before the engine half of issue 19):
+shutdown(2) with 2,048 queued 4.0 s -> 2.0 s, uncounted 496 -> 0; exit (exit_timeout=2)
+4.1 s -> 2.1 s, uncounted 1,744 -> 0; SIGTERM uncounted 468 of 500 -> 0 (1.0 s handler);
+CancelledError checker 0 of 11 results -> 11, counted in stats; SystemExit hook 1 of 6
+delivered and check() raising -> 6 of 6 and checked; failing redact 8 raw-email attributes
+-> 0; poisoned batch 0 of 15 neighbours checked -> 15 (4.0 s, twice the 2 s check timeout);
+flush(2) to an OTLP closed port 7.2 s True -> 2.0 s False, to a black hole 10.1 s True ->
+2.0 s False; a 10 MB model name exported at 10,000,000 characters -> 256.
 """
 
 from __future__ import annotations
