@@ -119,6 +119,7 @@ LABELLED = [
     ("The Eiffel Tower is in Rome.", "contradiction"),
     ("The Eiffel Tower was finished in 1925.", "contradiction"),
     ("It is about 90 metres tall.", "contradiction"),
+    ("Paris is in the Eiffel Tower.", "contradiction"),  # a relation reversed: embedded misses it
     ("The tower is painted green every spring.", "neutral"),
     ("Millions of people visit the tower each year.", "neutral"),
     ("The tower has a restaurant on its second floor.", "neutral"),

@@ -1,0 +1,392 @@
+"""Stated-fact conflicts: the claim gives another figure, date or name than its source does.
+
+"The Eiffel Tower is 450 metres tall." against "The tower is 330 metres tall." is a
+contradiction, not a claim the reference is silent about: the reference sentence that best
+matches the claim says the same thing about the same subject, with a different figure in the
+same place. The learned heads see such pairs as close in meaning with one unmatched figure,
+which reads as unsupported at best; this module reads them as RefChecker's annotators do.
+
+For each figure, date or name of the claim (`text.mentions`), the words around it say what
+it is about (a sentence that says little, "It is 500 metres tall.", borrows the words of the
+one before). The reference sentences sharing the most of those words, weighted by rarity, are
+its matches. The mention is in conflict with a match when
+- no match about as good states an agreeing value (then it is supported there, or at least
+  not contradicted), nor does the match itself: a sentence that states the claim's value
+  also states its other values about other things;
+- the match holds a mention of the same kind that the claim does not state and that
+  disagrees with it (`text.agreement`: units are converted, rounding and hedges such as
+  "about" or "more than" allowed, bare counts compared only when they count the same thing;
+  names share no distinctive word, initials or stem);
+- the two stand in the same place: a content word next to one is next to the other (both
+  sides for names the references also mention and for names in lists), or, for figures and
+  dates, each is the only one of its kind and unit in its sentence;
+- the match holds at least `CONTEXT_SHARE` of the words around the claim's mention, and both
+  are negated or neither is.
+A mention with no counterpart is absent from the source, which is Neutral, not this. The
+thresholds were set on planted edits of one half of the shared data's groups and checked on
+the other half and on the real labels (docs/embedded_checker.md).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from refcheck_callbacks.text.agreement import names_agree, values_agree
+from refcheck_callbacks.text.lexical import STOPWORDS, has_negation
+from refcheck_callbacks.text.mentions import Mention, Token, mentions, tokenize
+from refcheck_callbacks.text.spans import sentence_spans
+
+CONTEXT_WORDS = 4
+"""Content words on each side of a mention that say what it is about."""
+CANDIDATES = 3
+"""Reference sentences compared with each mention, best matches first."""
+MIN_SHARED = 2
+"""Context words a reference sentence must share to be a match."""
+STATED_RATIO = 0.75
+"""A match scoring at least this share of the conflicting one's score that states the claim's
+value wins over it: the claim is supported there."""
+ANCHOR_WORDS = 2
+"""Content words on each side of two mentions searched for one placed next to both."""
+CONTEXT_SHARE = 0.5
+"""Of the words around the claim's mention, the share its match must hold: the same subject
+and relation, not only the same topic."""
+
+
+def _stem(word: str) -> str:
+    """Lower-cased, possessive and plural cut, so `tower's` and `towers` meet `tower`."""
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word
+
+
+def _lower_case(tokens: Sequence[Token]) -> set[str]:
+    return {token.text for token in tokens if token.text.islower()}
+
+
+def _read(tokens: list[Token], lower_case: AbstractSet[str]) -> list[Mention]:
+    """The sentence's mentions, less capitalised words the texts also write in lower case
+    (`Head Coach`, `Awards`: headings and menus on web pages, not names); acronyms stay."""
+    return [
+        m
+        for m in mentions(tokens)
+        if m.kind != "name" or m.acronym or not all(w in lower_case for w in m.words)
+    ]
+
+
+def _content(tokens: Sequence[Token]) -> list[str]:
+    return [_stem(t.lower) for t in tokens if t.lower not in STOPWORDS and t.text[0].isalnum()]
+
+
+class _Sentence:
+    """A reference sentence: its words for matching; its tokens and mentions, read only when
+    it matches some claim (most sentences of a long page never do)."""
+
+    __slots__ = (
+        "_mentions",
+        "_tokens",
+        "content",
+        "end",
+        "lower_case",
+        "negated",
+        "reference_index",
+        "start",
+        "text",
+    )
+
+    def __init__(self, reference_index: int, start: int, end: int, text: str) -> None:
+        self.reference_index, self.start, self.end, self.text = reference_index, start, end, text
+        tokens = tokenize(text)
+        self.content = frozenset(_content(tokens))
+        self.lower_case: AbstractSet[str] = _lower_case(tokens)
+        """Set to every reference's lower-case words once all are read."""
+        self.negated = has_negation(text)
+        self._tokens: list[Token] | None = None
+        self._mentions: list[Mention] | None = None
+
+    @property
+    def tokens(self) -> list[Token]:
+        if self._tokens is None:
+            self._tokens = tokenize(self.text)
+        return self._tokens
+
+    @property
+    def mentions(self) -> list[Mention]:
+        if self._mentions is None:
+            self._mentions = _read(self.tokens, self.lower_case)
+        return self._mentions
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedReferences:
+    """A request's reference sentences, read once for all its claims."""
+
+    sentences: list[_Sentence]
+    by_word: dict[str, list[int]]
+    """Content word -> the sentences holding it."""
+    lower_case: frozenset[str]
+    """Words the references write in lower case somewhere."""
+
+    def holding(self, words: Iterable[str]) -> bool:
+        """Whether some sentence holds every one of `words` (content words, stemmed)."""
+        common: set[int] | None = None
+        for word in words:
+            holders = set(self.by_word.get(word, ()))
+            common = holders if common is None else common & holders
+            if not common:
+                return False
+        return common is not None
+
+    def ranked(self, words: set[str]) -> list[tuple[float, int]]:
+        """(score, sentence) of the sentences sharing `MIN_SHARED` or more of `words`, best
+        first; a word weighs more the fewer sentences hold it."""
+        scores: dict[int, float] = defaultdict(float)
+        shared: dict[int, int] = defaultdict(int)
+        for word in words:
+            holders = self.by_word.get(word, ())
+            weight = math.log(1.0 + len(self.sentences) / len(holders)) if holders else 0.0
+            for index in holders:
+                scores[index] += weight
+                shared[index] += 1
+        ranked = [(score, index) for index, score in scores.items() if shared[index] >= MIN_SHARED]
+        ranked.sort(key=lambda pair: (-pair[0], pair[1]))
+        return ranked[:CANDIDATES]
+
+
+def parse_references(texts: Sequence[str]) -> ParsedReferences:
+    sentences = [
+        _Sentence(reference_index, start, end, text[start:end])
+        for reference_index, text in enumerate(texts)
+        for start, end in sentence_spans(text)
+    ]
+    by_word: dict[str, list[int]] = defaultdict(list)
+    lower_case: set[str] = set()
+    for index, sentence in enumerate(sentences):
+        lower_case |= sentence.lower_case
+        for word in sentence.content:
+            by_word[word].append(index)
+    frozen = frozenset(lower_case)
+    for sentence in sentences:
+        sentence.lower_case = frozen
+    return ParsedReferences(sentences, dict(by_word), frozen)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A claim's figure, date or name against the one the matching reference sentence states."""
+
+    kind: str
+    claim_text: str
+    reference_text: str
+    reference_index: int
+    start: int
+    end: int
+    """The matching sentence's offsets in its reference."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A claim mention, a disagreeing mention of a matching sentence, and how well they align."""
+
+    mention: Mention
+    sentence: _Sentence
+    other: Mention
+    anchors: int
+    """Content words placed next to both mentions."""
+    alone: bool
+    """Each is the only mention of its kind and unit in its context."""
+    context_share: float
+    """The share of the words around the claim's mention that the sentence holds."""
+    unmentioned: bool
+    """A name whose words no reference sentence holds: the references never mention it."""
+
+
+def _agree(a: Mention, b: Mention) -> bool:
+    return names_agree(a, b) if a.kind == b.kind == "name" else bool(values_agree(a, b))
+
+
+def _disagree(a: Mention, b: Mention) -> bool:
+    if a.kind != b.kind:
+        return False
+    return not names_agree(a, b) if a.kind == "name" else values_agree(a, b) is False
+
+
+def _near(tokens: Sequence[Token], mention: Mention, words: int) -> tuple[set[str], set[str]]:
+    """The nearest `words` content words before and after a mention (within a few tokens)."""
+    reach = 3 * words + 2
+    before = _content(tokens[max(0, mention.first - reach) : mention.first])[-words:]
+    after = _content(tokens[mention.last + 1 : mention.last + 1 + reach])[:words]
+    return set(before), set(after)
+
+
+def _same_sort(a: Mention, b: Mention) -> bool:
+    return a.kind == b.kind and a.unit == b.unit
+
+
+class _Claim:
+    """A claim's tokens and mentions. Each mention belongs to a sentence (its negation, the
+    other mentions it stands beside), but its context may reach into the sentence before:
+    "It is 500 metres tall." after "The tower is in Paris." is about the tower."""
+
+    def __init__(self, text: str, lower_case: AbstractSet[str]) -> None:
+        self.text = text
+        self.tokens = tokenize(text)
+        self.mentions = _read(self.tokens, lower_case | _lower_case(self.tokens))
+        spans = sentence_spans(text) or [(0, len(text))]
+        starts = self._starts = [start for start, _ in spans]
+        negated = [has_negation(text[start:end]) for start, end in spans]
+        self._sentence = {
+            id(m): max(0, bisect_right(starts, self.tokens[m.first].start) - 1)
+            for m in self.mentions
+        }
+        self._negated = {key: negated[index] for key, index in self._sentence.items()}
+
+    def negated(self, mention: Mention) -> bool:
+        return self._negated[id(mention)]
+
+    def beside(self, mention: Mention) -> list[Mention]:
+        """The mentions of `mention`'s sentence, itself included."""
+        sentence = self._sentence[id(mention)]
+        return [m for m in self.mentions if self._sentence[id(m)] == sentence]
+
+    def context(self, mention: Mention) -> set[str]:
+        """The nearest `CONTEXT_WORDS` content words on each side of `mention` in its sentence;
+        a sentence that says little ("It is 500 metres tall.") borrows the nearest words of
+        the sentences before it, where its subject usually is."""
+        start = self._starts[self._sentence[id(mention)]]
+        own = [t for t in self.tokens[: mention.first] if t.start >= start]
+        before = _content(own)[-CONTEXT_WORDS:]
+        after = _content(self.tokens[mention.last + 1 : mention.last + 1 + 3 * CONTEXT_WORDS])
+        words = set(before) | set(after[:CONTEXT_WORDS])
+        if len(words) < CONTEXT_WORDS - 1:
+            earlier = _content(
+                self.tokens[max(0, mention.first - 6 * CONTEXT_WORDS) : mention.first]
+            )
+            words |= set(earlier[: len(earlier) - len(before)][-(CONTEXT_WORDS - len(words)) :])
+        return words
+
+    def candidates(self, mention: Mention, references: ParsedReferences) -> Iterator[Candidate]:
+        context = self.context(mention)
+        ranked = references.ranked(context)
+        stating = {
+            index: score for score, index in ranked if _states(mention, references.sentences[index])
+        }
+        for score, index in ranked:
+            if any(s >= STATED_RATIO * score for i, s in stating.items() if i != index):
+                return  # a match about as good states the claim's value
+            sentence = references.sentences[index]
+            if index in stating:
+                if self._stated_in_place(mention, sentence):
+                    return
+                continue  # it states the claim's value: its other values are other facts
+            if sentence.negated == self.negated(mention):
+                yield from self._against(mention, sentence, context, references)
+
+    def _stated_in_place(self, mention: Mention, sentence: _Sentence) -> bool:
+        """The sentence states the value next to the claim's words (or holds an unread name)."""
+        if not any(_agree(mention, other) for other in sentence.mentions):
+            return True  # the name's words are there, unread as a name: cannot place them
+        before, after = _near(self.tokens, mention, ANCHOR_WORDS)
+        for other in sentence.mentions:
+            if _agree(mention, other):
+                other_before, other_after = _near(sentence.tokens, other, ANCHOR_WORDS)
+                if before & other_before or after & other_after:
+                    return True
+        return False
+
+    def _against(
+        self,
+        mention: Mention,
+        sentence: _Sentence,
+        context: set[str],
+        references: ParsedReferences,
+    ) -> Iterator[Candidate]:
+        unstated = [
+            other
+            for other in sentence.mentions
+            if other.kind == mention.kind and not any(_agree(m, other) for m in self.mentions)
+        ]
+        before, after = _near(self.tokens, mention, ANCHOR_WORDS)
+        alone = (
+            sum(_same_sort(m, mention) for m in self.beside(mention)) == 1
+            and sum(_same_sort(o, mention) for o in unstated) == 1
+        )
+        share = len(context & sentence.content) / len(context) if context else 0.0
+        absent = mention.kind == "name" and not references.holding(_stem(w) for w in mention.words)
+        for other in unstated:
+            if _disagree(mention, other):
+                other_before, other_after = _near(sentence.tokens, other, ANCHOR_WORDS)
+                anchors = len(before & other_before) + len(after & other_after)
+                yield Candidate(mention, sentence, other, anchors, alone, share, absent)
+
+
+def _states(mention: Mention, sentence: _Sentence) -> bool:
+    return any(_agree(mention, other) for other in sentence.mentions) or (
+        mention.kind == "name" and _names_words_in(mention, sentence)
+    )
+
+
+def _names_words_in(mention: Mention, sentence: _Sentence) -> bool:
+    """The name's words are in the sentence, unread as a name (a sentence's first word)."""
+    return all(_stem(word) in sentence.content for word in mention.words)
+
+
+def is_conflict(candidate: Candidate) -> bool:
+    """Same place and same context: the decision rule (see the module docstring).
+
+    Names the references also mention need both neighbours' words: two names in one
+    sentence often play other roles (author and publisher, team and venue), where figures and
+    dates of one sort rarely do; so do names in lists. A name the references never mention
+    needs one neighbour: it cannot be the other role's name. Figures and dates need one, or
+    to be the only one of their sort on both sides.
+    """
+    mention, other = candidate.mention, candidate.other
+    if mention.listed or other.listed or (mention.kind == "name" and not candidate.unmentioned):
+        aligned = candidate.anchors >= 2
+    elif mention.kind == "name":
+        aligned = candidate.anchors >= 1
+    else:
+        aligned = candidate.anchors >= 1 or candidate.alone
+    return aligned and candidate.context_share >= CONTEXT_SHARE
+
+
+def candidates(claim: str, references: ParsedReferences) -> Iterator[Candidate]:
+    """Every (claim mention, disagreeing reference mention) pair worth deciding, in order."""
+    parsed = _Claim(claim, references.lower_case)
+    for mention in parsed.mentions:
+        yield from parsed.candidates(mention, references)
+
+
+def find_conflict(claim: str, references: ParsedReferences) -> Conflict | None:
+    """The first figure, date or name of `claim` that its best-matching reference sentence
+    states differently, in the same place; None when there is none."""
+    parsed = _Claim(claim, references.lower_case)
+    for mention in parsed.mentions:
+        for candidate in parsed.candidates(mention, references):
+            if is_conflict(candidate):
+                return _conflict(candidate, parsed.tokens, claim)
+    return None
+
+
+def _words(tokens: Sequence[Token], mention: Mention, text: str | None = None) -> str:
+    if text is not None:
+        return text[tokens[mention.first].start : tokens[mention.last].end]
+    return " ".join(t.text for t in tokens[mention.first : mention.last + 1])
+
+
+def _conflict(candidate: Candidate, claim_tokens: Sequence[Token], claim_text: str) -> Conflict:
+    sentence = candidate.sentence
+    return Conflict(
+        candidate.mention.kind,
+        _words(claim_tokens, candidate.mention, claim_text),
+        _words(sentence.tokens, candidate.other),
+        sentence.reference_index,
+        sentence.start,
+        sentence.end,
+    )

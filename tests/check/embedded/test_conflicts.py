@@ -1,0 +1,144 @@
+"""Stated-fact conflicts: a differing figure, date or name in the same place is found; an
+absent one, a converted one, or one stated in a better-matching sentence is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from refcheck_callbacks.check.embedded.conflicts import find_conflict, parse_references
+
+EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
+    "It is named after the engineer Gustave Eiffel, whose company designed and built the tower "
+    "from 1887 to 1889. The tower is 330 metres tall, about the same height as an 81-storey "
+    "building. It was the entrance arch to the 1889 World's Fair."
+)
+
+
+def test_the_readme_example_is_a_conflict_on_the_figure_in_its_sentence() -> None:
+    reference = "The tower is 330 metres tall."
+    conflict = find_conflict("The Eiffel Tower is 450 metres tall.", parse_references([reference]))
+    assert conflict is not None
+    assert (conflict.kind, conflict.claim_text, conflict.reference_text) == (
+        "number",
+        "450 metres",
+        "330 metres",
+    )
+    assert (conflict.reference_index, reference[conflict.start : conflict.end]) == (0, reference)
+
+
+@pytest.mark.parametrize(
+    ("claim", "kind"),
+    [
+        ("The tower is 450 metres tall.", "number"),
+        ("The tower is 1,500 feet tall.", "number"),  # converted, and still different
+        ("Gustave Eiffel's company built the tower from 1901 to 1903.", "year"),
+        ("It is named after the engineer Maurice Koechlin.", "name"),
+        ("It was the entrance arch to the 1925 World's Fair.", "year"),
+        ("The tower stands on the Champ de Mars in Lyon, France.", "name"),
+    ],
+)
+def test_a_differing_fact_about_the_same_thing_is_a_conflict(claim: str, kind: str) -> None:
+    conflict = find_conflict(claim, parse_references(["Painting takes 60 tonnes.", EIFFEL]))
+    assert conflict is not None and conflict.kind == kind
+    assert conflict.reference_index == 1
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The tower is 330 metres tall.",
+        "The tower is 1,083 feet tall.",  # a conversion of the stated height
+        "The tower is about 325 metres tall.",  # a hedged, close figure
+        "The tower was built in 1888.",  # within the stated years
+        "It is named after Eiffel.",  # part of the stated name
+        "The tower has 1,665 steps.",  # a figure the reference does not state: absent
+        "The tower was designed by a team of engineers.",  # no figure or name to differ
+        "The tower is not 450 metres tall.",  # negated where the reference is not
+        "The Louvre is 450 metres long.",  # another subject: nothing in the same place
+    ],
+)
+def test_a_stated_absent_or_unrelated_fact_is_no_conflict(claim: str) -> None:
+    assert find_conflict(claim, parse_references([EIFFEL])) is None
+
+
+def test_a_better_matching_sentence_that_states_the_value_wins() -> None:
+    references = [
+        "When it opened, the tower was 312 metres tall.",
+        "Since its antennas were added, the tower is 330 metres tall today.",
+    ]
+    parsed = parse_references(references)
+    assert find_conflict("The tower is 330 metres tall today.", parsed) is None
+    conflict = find_conflict("The tower is 350 metres tall today.", parsed)
+    assert conflict is not None and conflict.reference_text == "330 metres"
+
+
+def test_every_sentence_of_a_claim_is_read_with_the_subject_before_it() -> None:
+    claim = "The Eiffel tower stands in Paris. It is 500 metres tall."
+    conflict = find_conflict(claim, parse_references([EIFFEL]))
+    assert conflict is not None and conflict.claim_text == "500 metres"
+    consistent = "It stands in Paris. It is 330 metres tall."
+    assert find_conflict(consistent, parse_references([EIFFEL])) is None
+
+
+def test_empty_and_figure_free_texts_have_no_conflict() -> None:
+    assert find_conflict("", parse_references([EIFFEL])) is None
+    assert find_conflict("The tower is 450 metres tall.", parse_references([])) is None
+    assert find_conflict("The tower is 450 metres tall.", parse_references(["", " "])) is None
+
+
+MARATHON = (
+    "The Berlin Marathon is held every year in late September. In 2018 Eliud Kipchoge won it "
+    "in 2 hours 1 minute 39 seconds, a world record at the time. The course is 42.195 "
+    "kilometres long and starts near the Brandenburg Gate. About 45,000 runners took part, "
+    "and the organisers raised 1.2 million euros for charity. The race was first run on "
+    "13 October 1974, when 286 runners finished."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "kind"),
+    [
+        ("The course is 36 kilometres long.", "number"),  # a unit, another value
+        ("The course is 30 miles long.", "number"),  # another unit, converted: 48.3 km
+        ("In 2018 Eliud Kipchoge won it in 3 hours.", "number"),
+        ("The organisers raised 4 million euros for charity.", "number"),
+        ("The race was first run in 1981.", "year"),
+        ("The race was first run on 13 June 1974.", "month"),
+        ("In 2018 Haile Gebrselassie won it, a world record at the time.", "name"),
+        ("The course starts near the Reichstag building.", "name"),
+    ],
+)
+def test_hand_written_edits_of_another_text_are_conflicts(claim: str, kind: str) -> None:
+    """Edits the shared data never saw: the rule, not a list of cases."""
+    conflict = find_conflict(claim, parse_references([MARATHON]))
+    assert conflict is not None and conflict.kind == kind, conflict
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The course is 42.2 km long.",  # rounded and abbreviated
+        "The course is about 26 miles long.",  # hedged conversion
+        "Around 45,000 runners took part.",
+        "Kipchoge won the 2018 race.",  # part of the stated name
+        "The race was first run in October 1974.",
+        "The race is sponsored by a bank.",  # nothing to differ
+        "The winner received 40,000 euros.",  # a figure the text does not state
+    ],
+)
+def test_hand_written_restatements_of_another_text_are_no_conflicts(claim: str) -> None:
+    assert find_conflict(claim, parse_references([MARATHON])) is None
+
+
+def test_a_sentence_that_states_the_claims_value_is_not_read_against_it() -> None:
+    """The dateline's day is another fact: the sentence also states the claim's day."""
+    reference = "By Jane Doe, May 10, 2018. The naturalist died on May 7 in Calgary, Alberta."
+    claim = "The naturalist died in Calgary, Alberta on May 7, 2018."
+    assert find_conflict(claim, parse_references([reference])) is None
+
+
+def test_a_capitalised_word_after_a_colon_opens_a_clause_and_is_no_name() -> None:
+    reference = "Review sessions: Rather than cramming, short and regular sessions work best."
+    claim = "Review sessions: Plan short and regular sessions, which work best."
+    assert find_conflict(claim, parse_references([reference])) is None
