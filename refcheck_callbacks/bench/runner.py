@@ -32,6 +32,9 @@ from refcheck_callbacks.bench.datasets import (
 from refcheck_callbacks.bench.labelled_file import PREFIX as FILE_PREFIX
 from refcheck_callbacks.bench.labelled_file import load_labelled_file
 from refcheck_callbacks.bench.metrics import LabelScores, RocCurve
+from refcheck_callbacks.bench.planted_edits import ANY_PREFIX as PLANTED_ANY_PREFIX
+from refcheck_callbacks.bench.planted_edits import PREFIX as PLANTED_PREFIX
+from refcheck_callbacks.bench.planted_edits import planted_examples
 from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.cli.progress import Progress
 from refcheck_callbacks.engine.pipeline import Pipeline, StageTimeouts
@@ -277,13 +280,22 @@ def score(
 def _dataset_names(requested: Sequence[str]) -> list[str]:
     # `all` also names the set that cannot be checked, so the report says why it is missing.
     every = [*DATASET_NAMES, "refchecker_annotations"] if "all" in requested else []
-    return list(dict.fromkeys([*every, *(name for name in requested if name != "all")]))
+    expanded = {"all"}
+    for prefix in (PLANTED_PREFIX, PLANTED_ANY_PREFIX):
+        if f"{prefix}all" in requested:
+            every += [f"{prefix}{name}" for name in DATASET_NAMES]
+        expanded.add(f"{prefix}all")
+    return list(dict.fromkeys([*every, *(name for name in requested if name not in expanded)]))
 
 
 def _load_one(name: str, options: BenchOptions) -> tuple[str, list[LabelledExample]]:
     if name.startswith(FILE_PREFIX):
         path = Path(name.removeprefix(FILE_PREFIX))
         return path.stem, load_labelled_file(path)
+    for prefix, in_context in ((PLANTED_PREFIX, True), (PLANTED_ANY_PREFIX, False)):
+        if name.startswith(prefix):
+            source = load_dataset(name.removeprefix(prefix), options.path)
+            return name, planted_examples(source, in_context)
     return name, load_dataset(name, options.path)
 
 

@@ -179,8 +179,11 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument(
         "--dataset", action="append", required=True, metavar="NAME",
         help=f"a dataset to load, repeatable: a name ({', '.join(DATASET_NAMES)}), `all` "
-        "for every one that loads, or file:PATH for your own labelled claims (JSON Lines or "
-        'a JSON list of {"claim", "references", "label" and/or "supported", "response_id"?})',
+        "for every one that loads, file:PATH for your own labelled claims (JSON Lines or "
+        'a JSON list of {"claim", "references", "label" and/or "supported", "response_id"?}), '
+        "or planted:NAME / planted:all for a set's supported claims with one stated figure, "
+        "date or name changed, beside the unchanged originals (planted-any: also edits facts "
+        "stated only in unrelated sentences)",
     )  # fmt: skip
     parser.add_argument(
         "--path", type=Path, default=None,
