@@ -105,6 +105,17 @@ class RemoteCallError(RefCheckError):
         self.kind = kind
 
 
+class PlacementError(RefCheckError, ValueError):
+    """The monitor cannot run where it was asked to: a built component (or an unpicklable
+    factory) given for `placement="process"`, whose child process builds its own."""
+
+
+class CheckingProcessError(RefCheckError):
+    """The checking process of a `placement="process"` monitor ended (crashed, was killed, or
+    hung and was stopped) while it held this request; another one was started. The
+    `error_type` of such a result; its message says how the process ended."""
+
+
 class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
 
@@ -112,6 +123,7 @@ class ServiceStartError(RefCheckError, RuntimeError):
 __all__ = [
     "BadRecordError",
     "CheckError",
+    "CheckingProcessError",
     "ComponentSpecError",
     "DataDownloadError",
     "DatasetUnavailableError",
@@ -121,6 +133,7 @@ __all__ = [
     "LabelSchemeError",
     "MissingExtraError",
     "MonitorUnavailableError",
+    "PlacementError",
     "ProtocolError",
     "RedactionError",
     "RefCheckError",

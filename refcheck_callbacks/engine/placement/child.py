@@ -1,0 +1,86 @@
+"""The checking process: builds the pipeline from its recipe and answers the app's calls.
+
+Started by the app with multiprocessing's "spawn" (a fresh interpreter, none of the app's
+threads or locks). Each call runs as its own task, so the app's `concurrency` holds here too.
+The child never outlives the app: when the socket closes (the app exited or was killed) it
+exits at once, whatever its components are doing. Ctrl-C in a terminal reaches the whole
+process group; the child ignores it and lets the app decide when it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+
+from refcheck_callbacks.engine.pipeline import Pipeline
+from refcheck_callbacks.engine.placement.components import Recipe
+from refcheck_callbacks.engine.placement.messages import (
+    TO_CHILD,
+    Call,
+    CallFailed,
+    Ready,
+    Reply,
+    StartFailed,
+    Stop,
+    encode,
+    read_frame,
+)
+from refcheck_callbacks.support.logs import logger
+
+
+def main(connection: socket.socket, recipe: Recipe) -> None:
+    """The child's entry point (a multiprocessing target)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        asyncio.run(_serve(connection, recipe))
+    except BaseException:
+        logger.exception("refcheck: the checking process failed")
+    # Not a normal interpreter exit: that would wait for stage threads still stuck in a
+    # component, and the app has already been answered or has gone.
+    os._exit(0)
+
+
+async def _serve(connection: socket.socket, recipe: Recipe) -> None:
+    reader, writer = await asyncio.open_unix_connection(sock=connection)
+    try:
+        pipeline = recipe.pipeline()
+    except Exception as exc:
+        writer.write(encode(StartFailed(error_type=type(exc).__name__, message=str(exc))))
+        await writer.drain()
+        return
+    assert pipeline.checker is not None
+    ready = Ready(
+        extractor=pipeline.extractor.name,
+        checker=pipeline.checker.name,
+        placement=pipeline.placement,
+    )
+    writer.write(encode(ready))
+    calls: set[asyncio.Task[None]] = set()
+    while True:
+        frame = await read_frame(reader)
+        if frame is None:
+            return  # the app is gone: nobody waits for what is in hand
+        message = TO_CHILD.validate_json(frame)
+        if isinstance(message, Stop):
+            break
+        task = asyncio.get_running_loop().create_task(_answer(pipeline, message, writer))
+        calls.add(task)
+        task.add_done_callback(calls.discard)
+    await asyncio.gather(*calls)
+    await writer.drain()
+
+
+async def _answer(pipeline: Pipeline, call: Call, writer: asyncio.StreamWriter) -> None:
+    reply: Reply | CallFailed
+    try:
+        reply = Reply.of(call, await pipeline.run(call.requests))
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        logger.exception("refcheck: the pipeline failed on a batch")
+        error = type(exc).__name__
+        reply = CallFailed(id=call.id, error_type=error, message=f"internal error: {exc}")
+    writer.write(encode(reply))
+    await writer.drain()

@@ -1,0 +1,131 @@
+"""The extractor and checker a monitor is given: built objects, specs, or factories.
+
+In the monitor's thread any of the three will do. A checking process builds its own: from a
+spec (`"nli:MODEL"`, `"py:package.module:Factory"`, as `refcheck` takes them) or from a
+picklable factory (a class, a module-level function, a `functools.partial` of one), called
+without arguments in the child. A built object cannot be sent there, and is refused.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.engine.aggregate import Aggregator
+from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
+from refcheck_callbacks.engine.protocols import implementing
+from refcheck_callbacks.errors import PlacementError
+from refcheck_callbacks.extract.base import Extractor
+from refcheck_callbacks.types import Placement
+
+ComponentSource = str | Callable[[], Any]
+"""A spec or a factory: how a component is made rather than the component itself."""
+
+
+def is_built(component: object, protocol: type) -> bool:
+    """Whether `component` is the component itself (not a spec, class or factory)."""
+    return not isinstance(component, (str, type)) and isinstance(component, protocol)
+
+
+def built_checker(source: Checker | ComponentSource) -> Checker:
+    from refcheck_callbacks.cli.specs import build_checker
+
+    checker: Checker = _component(source, Checker, "checker", build_checker)
+    return checker
+
+
+def built_extractor(source: Extractor | ComponentSource) -> Extractor:
+    from refcheck_callbacks.cli.specs import build_extractor
+
+    extractor: Extractor = _component(source, Extractor, "extractor", build_extractor)
+    return extractor
+
+
+def _component(
+    source: object, protocol: type, what: str, from_spec: Callable[[str], object]
+) -> Any:
+    if isinstance(source, str):
+        return from_spec(source)
+    if not is_built(source, protocol):
+        if not callable(source):
+            raise PlacementError(
+                f"the {what} must be a {what}, a spec string or a factory; got "
+                f"{type(source).__name__}"
+            )
+        source = source()
+    return implementing(source, protocol, what)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The monitor's pipeline settings, wherever its pipeline runs (picklable)."""
+
+    aggregator: Aggregator
+    timeouts: StageTimeouts
+    max_claims: int | None
+
+    def pipeline(
+        self,
+        extractor: Extractor,
+        checker: Checker,
+        redact: Redactor | None = None,
+        runs_in: Placement = Placement.THREAD,
+    ) -> Pipeline:
+        return Pipeline(
+            extractor,
+            checker,
+            self.aggregator,
+            redact,
+            self.timeouts,
+            runs_in=runs_in,
+            max_claims=self.max_claims,
+        )
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a checking process builds its pipeline; pickled into the child at spawn."""
+
+    extractor: ComponentSource
+    checker: ComponentSource
+    settings: Settings
+
+    @classmethod
+    def of(
+        cls,
+        extractor: Extractor | ComponentSource,
+        checker: Checker | ComponentSource,
+        settings: Settings,
+    ) -> Recipe:
+        """The recipe, or `PlacementError` saying which part cannot go to a child process."""
+        for what, source, protocol in (
+            ("extractor", extractor, Extractor),
+            ("checker", checker, Checker),
+        ):
+            if is_built(source, protocol):
+                raise PlacementError(
+                    f"placement='process' builds the {what} in the child process: pass a spec "
+                    f"(for example 'nli:MODEL' or 'py:package.module:Factory') or a picklable "
+                    f"factory (a class or module-level function), not a built "
+                    f"{type(source).__name__}"
+                )
+            if not isinstance(source, str) and not callable(source):
+                raise PlacementError(f"the {what} must be a spec string or a factory")
+            try:
+                pickle.dumps(source)
+            except Exception as exc:
+                raise PlacementError(
+                    f"placement='process' sends the {what} factory to the child process, and "
+                    f"it cannot be pickled ({exc}): use a class or a module-level function, or "
+                    "a spec string"
+                ) from exc
+        return cls(extractor, checker, settings)  # type: ignore[arg-type]
+
+    def pipeline(self) -> Pipeline:
+        """The pipeline, built in the child. Redaction is not in it: the app redacts."""
+        return self.settings.pipeline(
+            built_extractor(self.extractor), built_checker(self.checker), None, Placement.PROCESS
+        )

@@ -1,0 +1,165 @@
+"""One checking process, seen from the app: spawned, read from, stopped, and told apart from
+a crash.
+
+The process is spawned (a fresh interpreter) with one end of a socket pair; the app keeps the
+other. Its end is known by both the socket closing and the process's sentinel, so a reply
+written just before a crash is still read, and a child whose socket is held open by a process
+of its own is still seen to die.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing.process
+import signal
+import socket
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from typing import Any
+
+from refcheck_callbacks.engine.placement import child
+from refcheck_callbacks.engine.placement.components import Recipe
+from refcheck_callbacks.engine.placement.messages import (
+    TO_APP,
+    Call,
+    CallFailed,
+    Ready,
+    Reply,
+    StartFailed,
+    encode,
+    read_frame,
+)
+from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.types import CheckRequest
+
+ToApp = Ready | StartFailed | Reply | CallFailed
+_AFTER_END = 1.0
+"""Seconds to wait for the other sign of the end (socket closed, process exited) after one."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a call got no reply: its requests all fail with this."""
+
+    error_type: str
+    message: str
+
+
+@dataclass(eq=False)
+class PendingCall:
+    """A batch sent, or waiting to be sent, to the checking process."""
+
+    id: int
+    requests: tuple[CheckRequest, ...]
+    future: Future[Reply | Failure]
+    timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+    def resolve(self, answer: Reply | Failure) -> None:
+        """Give the caller its answer; nothing when the caller has given up (cancelled)."""
+        if self.timer is not None:
+            self.timer.cancel()
+        # The caller may cancel meanwhile (InvalidStateError): then nobody waits for it.
+        with contextlib.suppress(InvalidStateError):
+            if not self.future.done():
+                self.future.set_result(answer)
+
+
+class SpawnedChild:
+    """A checking process and the app's end of its socket."""
+
+    def __init__(self, context: Any, recipe: Recipe) -> None:
+        app_end, child_end = socket.socketpair()
+        self.process = context.Process(
+            target=child.main, args=(child_end, recipe), name="refcheck-checking", daemon=True
+        )
+        try:
+            self.process.start()
+        except BaseException:
+            app_end.close()
+            raise
+        finally:
+            child_end.close()
+        self.socket = app_end
+        self.pid: int = self.process.pid
+        self.ready: Ready | None = None
+        self.calls: dict[int, PendingCall] = {}
+        """Calls sent and not answered: they fail if the process ends."""
+        self.stopped_because: str | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    def send(self, data: bytes) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.write(data)
+
+    def send_call(self, call: PendingCall) -> None:
+        self.calls[call.id] = call
+        self.send(encode(Call(id=call.id, requests=call.requests)))
+
+    def kill(self, because: str) -> None:
+        """End the process now (it hangs, or the app shuts down); `because` says why."""
+        if self.stopped_because is None:
+            self.stopped_because = because
+        self.process.kill()
+
+    async def serve(self, on_message: Callable[[SpawnedChild, ToApp], None]) -> str:
+        """Hand every message to `on_message` until the process has ended; how it ended."""
+        loop = asyncio.get_running_loop()
+        reader, self._writer = await asyncio.open_unix_connection(sock=self.socket)
+        exited: asyncio.Future[None] = loop.create_future()
+        sentinel = self.process.sentinel
+        loop.add_reader(sentinel, _settle, exited)
+        reading = loop.create_task(self._read(reader, on_message))
+        try:
+            await asyncio.wait({reading, exited}, return_when=asyncio.FIRST_COMPLETED)
+            # One sign of the end came: give the other a moment, so that what the child wrote
+            # last is read and its exit code is known.
+            await asyncio.wait({reading, exited}, timeout=_AFTER_END)
+            if not reading.done() or reading.exception() is not None:
+                if reading.done():
+                    logger.error(
+                        "refcheck: bad message from the checking process: %r", reading.exception()
+                    )
+                self.kill(self.stopped_because or "broke the protocol and was stopped")
+                reading.cancel()
+            if not exited.done():
+                self.kill(self.stopped_because or "closed its socket and was stopped")
+                await asyncio.wait({exited}, timeout=_AFTER_END)
+        finally:
+            loop.remove_reader(sentinel)
+            self._writer.close()
+        self.process.join(0)
+        return self._ending()
+
+    async def _read(
+        self, reader: asyncio.StreamReader, on_message: Callable[[SpawnedChild, ToApp], None]
+    ) -> None:
+        while (frame := await read_frame(reader)) is not None:
+            on_message(self, TO_APP.validate_json(frame))
+
+    def _ending(self) -> str:
+        code = self.process.exitcode
+        if self.stopped_because is not None:
+            return self.stopped_because
+        if code is None:
+            return "is gone"
+        if code < 0:
+            try:
+                return f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"was killed by signal {-code}"
+        return "exited" if code == 0 else f"exited with code {code}"
+
+    def abandon(self) -> None:
+        """After `os.fork`, in the new process: let go of a child that is not ours. Our copy
+        of its socket is closed (so it still sees the app that owns it go), and the process
+        object leaves multiprocessing's list of children, whose exit hook would otherwise
+        terminate it when this process exits."""
+        self.socket.close()
+        multiprocessing.process._children.discard(self.process)  # type: ignore[attr-defined]
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

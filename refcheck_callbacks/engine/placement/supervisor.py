@@ -1,0 +1,228 @@
+"""Keeping one checking process running for the app, and every batch sent to it answered.
+
+A daemon thread of ours runs an asyncio loop that owns the child: it spawns it, sends it the
+batches the monitor's worker hands over (`submit`, from any thread), reads its replies, and
+starts another when it ends. Every batch gets an answer, whatever happens:
+
+- the child crashes or is killed: the batches it held fail (`CheckingProcessError`, saying
+  how it ended); batches not yet sent wait for the next child, which starts at once, or after
+  a growing pause (up to `MAX_PAUSE`) while children keep dying young;
+- the child hangs: a batch not answered within the call timeout (longer than the pipeline's
+  own stage deadlines allow) means it no longer works; it is killed and replaced;
+- no child becomes ready in time (it cannot start): waiting batches fail at that timeout;
+- the child cannot build its components (`StartFailed`): that will not change by retrying,
+  so every batch fails at once with its error, and no other child is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import multiprocessing
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+
+from refcheck_callbacks.engine.placement.components import Recipe
+from refcheck_callbacks.engine.placement.messages import (
+    CallFailed,
+    Ready,
+    Reply,
+    StartFailed,
+    Stop,
+    encode,
+)
+from refcheck_callbacks.engine.placement.spawned import Failure, PendingCall, SpawnedChild, ToApp
+from refcheck_callbacks.errors import CheckingProcessError, MonitorUnavailableError
+from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.types import CheckRequest
+
+YOUNG = 10.0
+"""A child that ends sooner than this after starting died young: the next start waits."""
+FIRST_PAUSE = 0.5
+MAX_PAUSE = 30.0
+
+
+def _lost(why: str) -> Failure:
+    return Failure(CheckingProcessError.__name__, why)
+
+
+class Supervisor:
+    """The checking process's keeper; see the module doc. `close` ends it for good."""
+
+    def __init__(self, recipe: Recipe, call_timeout: float) -> None:
+        self.call_timeout = call_timeout
+        self.restarts = 0
+        """Children started after the first: each one replaced a child that ended."""
+        self.ready: Ready | None = None
+        """What the latest child said when it became ready (its components' names)."""
+        self.child: SpawnedChild | None = None
+        self._recipe = recipe
+        self._context = multiprocessing.get_context("spawn")
+        self._ids = itertools.count()
+        self._waiting: deque[PendingCall] = deque()
+        self._broken: Failure | None = None
+        self._closing = False
+        self._loop = asyncio.new_event_loop()
+        self._closed = asyncio.Event()
+        self._thread = threading.Thread(target=self._main, name="refcheck-process", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # -- from any thread -------------------------------------------------------------------
+
+    def submit(self, requests: Sequence[CheckRequest]) -> Future[Reply | Failure]:
+        """The answer to one batch, soon: a reply, or why there is none. Never raises."""
+        future: Future[Reply | Failure] = Future()
+        call = PendingCall(next(self._ids), tuple(requests), future)
+        try:
+            self._loop.call_soon_threadsafe(self._accept, call)
+        except RuntimeError:  # the loop has ended
+            call.resolve(_unavailable())
+        return future
+
+    def close(self, timeout: float | None) -> None:
+        """Stop the child (it finishes the batches it holds first) and the loop, within
+        `timeout`; past it the child is killed."""
+        try:
+            self._loop.call_soon_threadsafe(self._begin_closing)
+        except RuntimeError:
+            return
+        self._thread.join(timeout)
+        child = self.child
+        if self._thread.is_alive() and child is not None:
+            child.kill("was stopped at shutdown")
+
+    def abandon(self) -> None:
+        """After `os.fork`, in the new process: this supervisor's thread does not exist
+        there, and its child belongs to the parent."""
+        child = self.child
+        if child is not None:
+            child.abandon()
+
+    # -- on the loop -----------------------------------------------------------------------
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._supervise())
+        except BaseException:
+            logger.exception("refcheck: the checking process's supervisor failed")
+        finally:
+            self._resolve_all(self._waiting, _unavailable())
+            self._loop.close()
+
+    async def _supervise(self) -> None:
+        young = 0
+        while not self._closing and self._broken is None:
+            started = time.monotonic()
+            ended, held = await self._run_one()
+            if self._closing or self._broken is not None:
+                break
+            self.restarts += 1
+            logger.warning(
+                "refcheck: the checking process %s; %d batch(es) it held failed; starting another",
+                ended,
+                held,
+            )
+            young = young + 1 if time.monotonic() - started < YOUNG else 0
+            if young:
+                pause = min(MAX_PAUSE, FIRST_PAUSE * 2 ** (young - 1))
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._closed.wait(), pause)
+
+    async def _run_one(self) -> tuple[str, int]:
+        """One child from spawn to its end: how it ended, and how many batches failed."""
+        try:
+            child = SpawnedChild(self._context, self._recipe)
+        except Exception as exc:
+            logger.exception("refcheck: the checking process could not be started")
+            return f"could not be started ({exc!r})", 0
+        self.child = child
+        try:
+            ended = await child.serve(self._on_message)
+        finally:
+            self.child = None
+        held = list(child.calls.values())
+        self._resolve_all(
+            held,
+            _lost(f"the checking process (pid {child.pid}) {ended} while it held this request"),
+        )
+        return ended, len(held)
+
+    def _on_message(self, child: SpawnedChild, message: ToApp) -> None:
+        if isinstance(message, Ready):
+            child.ready = self.ready = message
+            while self._waiting:
+                self._send(child, self._waiting.popleft())
+        elif isinstance(message, StartFailed):
+            self._broken = Failure(
+                message.error_type,
+                f"the checking process could not build its components: {message.message}",
+            )
+            logger.error("refcheck: %s; every request will fail with it", self._broken.message)
+            self._resolve_all(self._waiting, self._broken)
+        else:
+            call = child.calls.pop(message.id, None)
+            if call is not None:
+                call.resolve(message if isinstance(message, Reply) else _failed_call(message))
+
+    def _accept(self, call: PendingCall) -> None:
+        if call.future.done():  # the caller gave up before we got it
+            return
+        if self._broken is not None or self._closing:
+            call.resolve(self._broken or _unavailable())
+            return
+        call.timer = self._loop.call_later(self.call_timeout, self._expire, call)
+        child = self.child
+        if child is not None and child.ready is not None:
+            self._send(child, call)
+        else:
+            self._waiting.append(call)
+
+    def _send(self, child: SpawnedChild, call: PendingCall) -> None:
+        if not call.future.done():
+            child.send_call(call)
+
+    def _expire(self, call: PendingCall) -> None:
+        child = self.child
+        if child is not None and call.id in child.calls:
+            child.kill(f"did not answer a batch within {self.call_timeout:g}s and was stopped")
+        elif call in self._waiting:
+            self._waiting.remove(call)
+            call.resolve(_lost(f"no checking process was ready within {self.call_timeout:g}s"))
+
+    def _begin_closing(self) -> None:
+        self._closing = True
+        self._closed.set()
+        self._resolve_all(self._waiting, _unavailable())
+        child = self.child
+        if child is None:
+            return
+        if child.ready is None:
+            child.kill("was stopped at shutdown")
+        else:
+            child.send(encode(Stop()))
+
+    @staticmethod
+    def _resolve_all(calls: Iterable[PendingCall], answer: Failure) -> None:
+        for call in list(calls):
+            call.resolve(answer)
+        if isinstance(calls, deque):
+            calls.clear()
+
+
+def _unavailable() -> Failure:
+    return Failure(
+        MonitorUnavailableError.__name__, "the monitor shut down before this request was checked"
+    )
+
+
+def _failed_call(message: CallFailed) -> Failure:
+    return Failure(message.error_type, message.message)
