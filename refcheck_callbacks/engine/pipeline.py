@@ -90,12 +90,12 @@ def redact_request(request: CheckRequest, redact: Redactor) -> CheckRequest:
         update={
             "answer": redact(request.answer),
             "question": None if request.question is None else redact(request.question),
-            "references": [
+            "references": tuple(
                 ref.model_copy(update={"text": redact(ref.text)}) for ref in request.references
-            ],
+            ),
             "claims": None
             if request.claims is None
-            else [c.model_copy(update={"text": redact(c.text)}) for c in request.claims],
+            else tuple(c.model_copy(update={"text": redact(c.text)}) for c in request.claims),
         }
     )
 

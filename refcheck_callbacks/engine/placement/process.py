@@ -22,6 +22,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from refcheck_callbacks.engine.pipeline import Redactor, Withheld, redacted
 from refcheck_callbacks.engine.placement.components import Recipe
@@ -31,9 +32,23 @@ from refcheck_callbacks.engine.placement.supervisor import Supervisor
 from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement
 
-STARTUP_ALLOWANCE = 60.0
-"""Seconds a batch may wait, beyond its stages' deadlines, for a checking process to start
-and load its components."""
+
+@dataclass(frozen=True)
+class _Redaction:
+    """A request redacted in the app, and when and how long that took."""
+
+    outcome: CheckRequest | Withheld
+    started: float
+    seconds: float
+
+    def timed(self, result: CheckResult) -> CheckResult:
+        """The result with the redaction among its stages, as the pipeline records it."""
+        return result.model_copy(
+            update={
+                "timings": {**result.timings, "redact": self.seconds},
+                "stage_started": {**result.stage_started, "redact": self.started},
+            }
+        )
 
 
 def _forget_after_fork(ref: weakref.ReferenceType[InChildProcess]) -> None:
@@ -43,12 +58,7 @@ def _forget_after_fork(ref: weakref.ReferenceType[InChildProcess]) -> None:
 
 
 class InChildProcess:
-    """Runs each batch in a checking process (see the module doc).
-
-    `call_timeout`: how long a batch may take in all before its checking process counts as
-    hung: twice each stage's deadline (a batch that overruns is tried again one request at a
-    time) plus `STARTUP_ALLOWANCE`.
-    """
+    """Runs each batch in a checking process (see the module doc and `Supervisor`)."""
 
     placement = Placement.PROCESS
 
@@ -58,8 +68,6 @@ class InChildProcess:
         # hooks last-in first-out): the monitor's exit flush still has its checking process.
         self._recipe = recipe
         self._redact = redact
-        timeouts = recipe.settings.timeouts
-        self.call_timeout = 2 * (timeouts.extract + timeouts.check) + STARTUP_ALLOWANCE
         self._lock = threading.Lock()
         self._supervisor: Supervisor | None = None
         self._closed = False
@@ -83,7 +91,8 @@ class InChildProcess:
 
     async def run(self, requests: Sequence[CheckRequest]) -> list[CheckResult]:
         """One result per request, in order. Never raises for a request or for the child."""
-        prepared = [self._redacted(request) for request in requests]
+        redactions = None if self._redact is None else [self._redaction(r) for r in requests]
+        prepared = list(requests) if redactions is None else [r.outcome for r in redactions]
         sent = [r for r in prepared if isinstance(r, CheckRequest)]
         answer: Reply | Failure = _unavailable()
         supervisor = self._supervising()
@@ -91,9 +100,15 @@ class InChildProcess:
             answer = await asyncio.wrap_future(supervisor.submit(sent))
         ready = None if supervisor is None else supervisor.ready
         checked = iter(self._results(sent, answer, ready))
-        return [
-            self._withheld(r, ready) if isinstance(r, Withheld) else next(checked) for r in prepared
+        results = [
+            _failed(r.request, r.error_type, r.message, ready)
+            if isinstance(r, Withheld)
+            else next(checked)
+            for r in prepared
         ]
+        if redactions is None:
+            return results
+        return [r.timed(result) for r, result in zip(redactions, results, strict=True)]
 
     def close(self, timeout: float | None) -> None:
         """Stop the checking process within `timeout` (killed past it). For good."""
@@ -113,11 +128,14 @@ class InChildProcess:
             if self._supervisor is None or not self._supervisor.alive:
                 if self._supervisor is not None:
                     self._restarts_before += self._supervisor.restarts + 1
-                self._supervisor = Supervisor(self._recipe, self.call_timeout)
+                self._supervisor = Supervisor(self._recipe)
             return self._supervisor
 
-    def _redacted(self, request: CheckRequest) -> CheckRequest | Withheld:
-        return request if self._redact is None else redacted(request, self._redact)
+    def _redaction(self, request: CheckRequest) -> _Redaction:
+        assert self._redact is not None
+        started, t0 = time.time(), time.perf_counter()
+        outcome = redacted(request, self._redact)
+        return _Redaction(outcome, started, time.perf_counter() - t0)
 
     def _results(
         self, sent: list[CheckRequest], answer: Reply | Failure, ready: Ready | None
@@ -128,9 +146,6 @@ class InChildProcess:
             except ValueError as exc:
                 answer = Failure(type(exc).__name__, f"internal error: {exc}")
         return [_failed(r, answer.error_type, answer.message, ready) for r in sent]
-
-    def _withheld(self, withheld: Withheld, ready: Ready | None) -> CheckResult:
-        return _failed(withheld.request, withheld.error_type, withheld.message, ready)
 
     def _forget_parents_child(self) -> None:
         self._lock = threading.Lock()

@@ -7,9 +7,11 @@ starts another when it ends. Every batch gets an answer, whatever happens:
 - the child crashes or is killed: the batches it held fail (`CheckingProcessError`, saying
   how it ended); batches not yet sent wait for the next child, which starts at once, or after
   a growing pause (up to `MAX_PAUSE`) while children keep dying young;
-- the child hangs: a batch not answered within the call timeout (longer than the pipeline's
-  own stage deadlines allow) means it no longer works; it is killed and replaced;
-- no child becomes ready in time (it cannot start): waiting batches fail at that timeout;
+- the child hangs: a batch not answered within `answer_timeout` of being sent (twice each
+  stage's deadline, which is the most the pipeline takes on a batch, plus `ANSWER_MARGIN`)
+  means it no longer works; it is killed and replaced;
+- no child becomes ready (it keeps dying young, or its components take for ever to load): a
+  batch that waited `start_timeout` to be sent fails;
 - the child cannot build its components (`StartFailed`): that will not change by retrying,
   so every batch fails at once with its error, and no other child is started.
 """
@@ -40,6 +42,10 @@ from refcheck_callbacks.errors import CheckingProcessError, MonitorUnavailableEr
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckRequest
 
+ANSWER_MARGIN = 5.0
+"""Seconds, beyond the pipeline's own deadlines, for a reply to come back."""
+START_TIMEOUT = 120.0
+"""Seconds a batch may wait for a checking process to be ready (spawned, components built)."""
 YOUNG = 10.0
 """A child that ends sooner than this after starting died young: the next start waits."""
 FIRST_PAUSE = 0.5
@@ -53,8 +59,10 @@ def _lost(why: str) -> Failure:
 class Supervisor:
     """The checking process's keeper; see the module doc. `close` ends it for good."""
 
-    def __init__(self, recipe: Recipe, call_timeout: float) -> None:
-        self.call_timeout = call_timeout
+    def __init__(self, recipe: Recipe, start_timeout: float = START_TIMEOUT) -> None:
+        timeouts = recipe.settings.timeouts
+        self.answer_timeout = 2 * (timeouts.extract + timeouts.check) + ANSWER_MARGIN
+        self.start_timeout = start_timeout
         self.restarts = 0
         """Children started after the first: each one replaced a child that ended."""
         self.ready: Ready | None = None
@@ -179,24 +187,29 @@ class Supervisor:
         if self._broken is not None or self._closing:
             call.resolve(self._broken or _unavailable())
             return
-        call.timer = self._loop.call_later(self.call_timeout, self._expire, call)
         child = self.child
         if child is not None and child.ready is not None:
             self._send(child, call)
         else:
+            call.timer = self._loop.call_later(self.start_timeout, self._never_sent, call)
             self._waiting.append(call)
 
     def _send(self, child: SpawnedChild, call: PendingCall) -> None:
-        if not call.future.done():
-            child.send_call(call)
+        if call.future.done():
+            return
+        if call.timer is not None:
+            call.timer.cancel()
+        call.timer = self._loop.call_later(self.answer_timeout, self._unanswered, child, call)
+        child.send_call(call)
 
-    def _expire(self, call: PendingCall) -> None:
-        child = self.child
-        if child is not None and call.id in child.calls:
-            child.kill(f"did not answer a batch within {self.call_timeout:g}s and was stopped")
-        elif call in self._waiting:
+    def _unanswered(self, child: SpawnedChild, call: PendingCall) -> None:
+        if call.id in child.calls:
+            child.kill(f"did not answer a batch within {self.answer_timeout:g}s and was stopped")
+
+    def _never_sent(self, call: PendingCall) -> None:
+        if call in self._waiting:
             self._waiting.remove(call)
-            call.resolve(_lost(f"no checking process was ready within {self.call_timeout:g}s"))
+            call.resolve(_lost(f"no checking process was ready within {self.start_timeout:g}s"))
 
     def _begin_closing(self) -> None:
         self._closing = True

@@ -1,0 +1,65 @@
+"""An app whose monitor checks in a child process: run as `python process_app.py MODE [N]`.
+
+Lines it prints: `checking PID` (its checking process), `result OUTCOME PLACEMENT`, and per mode:
+- `exit N`: submits N answers and returns without flushing: the exit hook must check them;
+- `fork`: checks an answer, forks; the fork checks one of its own (`fork ...` lines) and exits
+  normally; then the parent checks again (`after ...`), with the same checking process;
+- `orphan`: checks an answer, prints `ready` and sleeps until it is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from scripted_checkers import KeywordChecker
+
+from refcheck_callbacks import CheckResult, RefCheckMonitor
+
+REFERENCES = ["The tower stands in Paris."]
+
+
+def say(*words: object) -> None:
+    print(*words, flush=True)
+
+
+def report(result: CheckResult, prefix: str = "result") -> None:
+    placement = None if result.placement is None else result.placement.value
+    say(prefix, result.outcome.value, placement)
+
+
+def main(mode: str, count: int) -> None:
+    monitor = RefCheckMonitor(
+        checker=KeywordChecker,
+        placement="process",
+        exporters=[],
+        on_result=report if mode == "exit" else [],
+        max_queue=max(count, 16),
+        exit_timeout=60.0,
+    )
+    if mode == "exit":
+        say("checking", monitor.runner.pid)
+        for i in range(count):
+            monitor.submit(answer=f"Answer {i} is in Paris.", references=REFERENCES)
+        return
+    report(monitor.check(answer="The tower is in Paris.", references=REFERENCES))
+    say("checking", monitor.runner.pid)
+    if mode == "orphan":
+        say("ready")
+        time.sleep(600)
+    elif mode == "fork":
+        forked = os.fork()
+        if forked == 0:
+            report(monitor.check(answer="The fork is in Paris.", references=REFERENCES), "fork")
+            say("fork-checking", monitor.runner.pid)
+            sys.exit(0)  # a normal exit: exit hooks run in the fork
+        _, status = os.waitpid(forked, 0)
+        say("fork-status", os.waitstatus_to_exitcode(status))
+        report(monitor.check(answer="Again it is in Paris.", references=REFERENCES), "after")
+        say("after-checking", monitor.runner.pid)
+        monitor.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
