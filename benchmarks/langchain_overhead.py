@@ -302,38 +302,53 @@ def time_background_checking(
     idle: RefCheckCallbackHandler,
     seed: int,
     rounds: int = 12,
-    checker: Checker | None = None,
-    extractor: Extractor | None = None,
+    checker: Checker | str | None = None,
+    extractor: Extractor | str | None = None,
+    placement: str = "thread",
 ) -> dict[str, Any]:
     """How much a checking monitor slows the app's un-instrumented invokes (module doc, (3)).
 
-    `checker` and `extractor` are the checking monitor's (default: the embedded checker and
-    the sentence extractor, in its thread); benchmarks/serve_scaling.py passes remote ones to
-    measure the service placement."""
+    `checker`, `extractor` and `placement` are the checking monitor's (default: the embedded
+    checker and the sentence extractor, in its thread); benchmarks/serve_scaling.py passes
+    remote ones, and the child-process placement, to measure those."""
     per_round = 150
     outcomes: Counter[str] = Counter()
     with RefCheckMonitor(
-        checker=checker, extractor=extractor, on_result=lambda r: outcomes.update([r.outcome.value])
+        checker=checker,
+        extractor=extractor,
+        placement=placement,
+        on_result=lambda r: outcomes.update([r.outcome.value]),
     ) as monitor:
+        monitor.check(answer=ANSWERS[0], references=list(FACTS.values()))  # load, start
         checking = RefCheckCallbackHandler(monitor)
-        slowed = []
+        slowed, cpu_added = [], []
         for r in range(rounds):
-            medians = {}
+            medians, cpu = {}, {}
             for name, handler in (("checking", checking), ("idle", idle)):
                 config: RunnableConfig = {"callbacks": [handler]}
                 ways: dict[str, Callable[[str], object]] = {
                     "none": chain.invoke,
                     "handler": functools.partial(chain.invoke, config=config),
                 }
+                cpu_start = time.process_time()
                 times = time_invokes(ways, per_round, per_round // 5, seed + r)
+                # The round's answers are checked before the next round: none of its checking
+                # falls on the idle round that follows.
+                monitor.flush(timeout=300)
+                cpu[name] = time.process_time() - cpu_start
                 medians[name] = statistics.median(times["none"])
             slowed.append(medians["checking"] - medians["idle"])
+            answers = per_round + per_round // 5
+            cpu_added.append((cpu["checking"] - cpu["idle"]) / answers * 1e6)
     return {
         "rounds": rounds,
         "invokes_per_round": per_round,
         "none_slowed_median_us": statistics.median(slowed),
         "none_slowed_per_round_us": slowed,
+        "app_cpu_per_answer_us": statistics.median(cpu_added),
+        "app_cpu_per_answer_per_round_us": cpu_added,
         "checked": outcomes["checked"],
+        "stats": monitor.stats.snapshot(),
     }
 
 

@@ -138,31 +138,36 @@ def throughput_table(url: str, answers: int, repeats: int) -> dict[str, Any]:
 # -- app slowdown -------------------------------------------------------------------------------
 
 
-def slowdown(url: str, seed: int, rounds: int) -> dict[str, Any]:
-    """Median slowdown of un-instrumented invokes: in-thread and service, in one run."""
+SLOWDOWN_PLACEMENTS = ("in_thread", "process", "service", "service_with_extraction")
+
+
+def slowdown(url: str | None, seed: int, rounds: int, placements: list[str]) -> dict[str, Any]:
+    """Median slowdown of un-instrumented invokes, per placement, in one run."""
     from langchain_overhead import build_chain, time_background_checking
 
     from refcheck_callbacks import RefCheckMonitor
-    from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
     from refcheck_callbacks.check.remote import RemoteChecker
     from refcheck_callbacks.embeddings.minilm import SentenceEncoder
     from refcheck_callbacks.extract.remote import RemoteExtractor
     from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
 
-    chain = build_chain(SentenceEncoder())
-    placements = {
-        "in_thread": (EmbeddedChecker(), None),
-        "service": (RemoteChecker(url), None),
+    def options(name: str) -> dict[str, Any]:
+        if name == "in_thread":
+            return {"checker": "embedded"}
+        if name == "process":  # extraction and checking in a child: the app captures, exports
+            return {"checker": "embedded", "placement": "process"}
+        assert url is not None
+        if name == "service":
+            return {"checker": RemoteChecker(url)}
         # Claim extraction too off the app's process: what is left is HTTP and the exporters.
-        "service_with_extraction": (RemoteChecker(url), RemoteExtractor(url)),
-    }
+        return {"checker": RemoteChecker(url), "extractor": RemoteExtractor(url)}
+
+    chain = build_chain(SentenceEncoder())
     out: dict[str, Any] = {}
     with RefCheckMonitor(sample_rate=0.0, exporters=[]) as idle:
         idle_handler = RefCheckCallbackHandler(idle)
-        for name, (checker, extractor) in placements.items():
-            out[name] = time_background_checking(
-                chain, idle_handler, seed, rounds, checker, extractor
-            )
+        for name in placements:
+            out[name] = time_background_checking(chain, idle_handler, seed, rounds, **options(name))
     return out
 
 
@@ -177,11 +182,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json")
     parser.add_argument("--skip-throughput", action="store_true", help="the slowdown part only")
+    parser.add_argument(
+        "--placements",
+        default=",".join(SLOWDOWN_PLACEMENTS),
+        help="the slowdown's placements, comma-separated (without a service one, and with "
+        "--skip-throughput, no service is started)",
+    )
     parser.add_argument("--as-app", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.as_app is not None:
         run_app(args.as_app or None, args.answers)
         return
+    placements = [p for p in args.placements.split(",") if p]
+    unknown = set(placements) - set(SLOWDOWN_PLACEMENTS)
+    if unknown:
+        parser.error(f"unknown placements {sorted(unknown)}; known: {SLOWDOWN_PLACEMENTS}")
+    needs_service = not args.skip_throughput or any(p.startswith("service") for p in placements)
 
     from refcheck_callbacks.serve.app import Scaling, ServiceArgs
     from refcheck_callbacks.serve.component import BatchSettings
@@ -192,22 +208,29 @@ def main() -> None:
         checker=Scaling(num_cpus=0, batch=BatchSettings(max_batch_size=16)),
         port=_free_port(),
     )
-    names = start(launch)
-    url = f"http://127.0.0.1:{launch.port}"
+    names = start(launch) if needs_service else None
+    url = f"http://127.0.0.1:{launch.port}" if needs_service else None
     try:
         result = {
             "cpus": os.cpu_count(),
             "load_average": os.getloadavg(),
             "throughput": {}
-            if args.skip_throughput
+            if url is None or args.skip_throughput
             else throughput_table(url, args.answers, args.repeats),
-            "app_slowdown": slowdown(url, args.seed, args.rounds),
+            "app_slowdown": slowdown(url, args.seed, args.rounds, placements),
         }
     finally:
-        stop(launch, names)
+        if names is not None:
+            stop(launch, names)
     print_report(result)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+def _spread(values: list[float]) -> str:
+    """Quartiles and extremes of per-round figures: how far one round can be trusted."""
+    q1, _, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else (values[0],) * 3
+    return f"IQR {q1:.0f}..{q3:.0f}, range {min(values):.0f}..{max(values):.0f}"
 
 
 def print_report(result: dict[str, Any]) -> None:
@@ -219,12 +242,17 @@ def print_report(result: dict[str, Any]) -> None:
             f"{rates['service']:.0f}; service / in-process {row['service_over_in_process']:.2f} "
             f"(runs {row['runs']}; claims checked {row['claims_checked']})"
         )
-    print("un-instrumented invokes slowed while the monitor checks (median over round pairs):")
+    print(
+        "un-instrumented invokes slowed while the monitor checks, and the app's CPU per checked "
+        "answer (medians over round pairs):"
+    )
     for name, figures in result["app_slowdown"].items():
+        slowed = figures["none_slowed_per_round_us"]
+        cpu = figures["app_cpu_per_answer_per_round_us"]
         print(
-            f"  {name:<10} {figures['none_slowed_median_us']:7.1f} us "
-            f"(rounds: {', '.join(f'{v:.0f}' for v in figures['none_slowed_per_round_us'])}; "
-            f"checked {figures['checked']})"
+            f"  {name:<24} slowed {figures['none_slowed_median_us']:7.1f} us ({_spread(slowed)}); "
+            f"app CPU {figures['app_cpu_per_answer_us']:7.1f} us/answer ({_spread(cpu)}); "
+            f"checked {figures['checked']}"
         )
 
 

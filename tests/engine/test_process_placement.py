@@ -7,6 +7,7 @@ child builds its components from a spec or a picklable factory.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -206,4 +207,8 @@ def test_components_that_cannot_be_built_fail_every_request_and_are_not_retried(
     assert {r.outcome for r in results} == {Outcome.ERROR}
     assert {r.error_type for r in results} == {ComponentSpecError.__name__}
     assert all("no_such_module" in (r.message or "") for r in results)
+    time.sleep(0.5)  # a retry would have started by now
+    later = broken_monitor.check(answer="Claim is in Paris.", references=["Paris."])
+    assert later.error_type == ComponentSpecError.__name__
     assert broken_monitor.runner.restarts == 0  # type: ignore[attr-defined]
+    assert broken_monitor.runner.pid is None  # type: ignore[attr-defined]

@@ -30,18 +30,24 @@ def report(result: CheckResult, prefix: str = "result") -> None:
 
 
 def main(mode: str, count: int) -> None:
+    def exiting(result: CheckResult) -> None:
+        if result.request.metadata["i"] == 0:
+            say("checking", monitor.runner.pid)  # type: ignore[attr-defined]
+        report(result)
+
     monitor = RefCheckMonitor(
         checker=KeywordChecker,
         placement="process",
         exporters=[],
-        on_result=report if mode == "exit" else [],
+        on_result=exiting if mode == "exit" else [],
         max_queue=max(count, 16),
         exit_timeout=60.0,
     )
     if mode == "exit":
-        say("checking", monitor.runner.pid)
         for i in range(count):
-            monitor.submit(answer=f"Answer {i} is in Paris.", references=REFERENCES)
+            monitor.submit(
+                answer=f"Answer {i} is in Paris.", references=REFERENCES, metadata={"i": i}
+            )
         return
     report(monitor.check(answer="The tower is in Paris.", references=REFERENCES))
     say("checking", monitor.runner.pid)

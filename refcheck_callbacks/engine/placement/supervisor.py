@@ -127,6 +127,11 @@ class Supervisor:
             self._loop.close()
 
     async def _supervise(self) -> None:
+        await self._keep_a_child()
+        # Broken: the loop stays, to fail each batch at once with why, until `close`.
+        await self._closed.wait()
+
+    async def _keep_a_child(self) -> None:
         young = 0
         while not self._closing and self._broken is None:
             started = time.monotonic()
