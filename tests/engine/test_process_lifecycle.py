@@ -25,6 +25,7 @@ from refcheck_callbacks import (
     Placement,
     RefCheckMonitor,
     StageTimeouts,
+    Tally,
 )
 from refcheck_callbacks.engine.placement.process import InChildProcess
 
@@ -121,7 +122,38 @@ def test_flush_and_shutdown_keep_their_timeouts_while_the_child_is_busy(
     assert slow_monitor.shutdown(timeout=1.0) is False
     assert time.monotonic() - started < 2.5
     assert _wait_for(lambda: not _alive(child), 5), "shutdown must not leave the child running"
-    assert len(sink.results) + slow_monitor.stats.get_lost() == accepted  # type: ignore[attr-defined]
+    # Every accepted answer ends delivered (an error: the child was stopped) or counted.
+    assert _wait_for(
+        lambda: len(sink.results) + slow_monitor.stats.get(Tally.DROPPED) == accepted, 10
+    )
+    assert all(r.outcome is Outcome.ERROR for r in sink.results)
+
+
+def test_a_busy_child_leaves_the_queue_bounded_and_submit_refusing_at_once(
+    marker: Path, sink: ResultSink
+) -> None:
+    monitor = RefCheckMonitor(
+        checker=functools.partial(MarkedSlowChecker, str(marker), 30.0),
+        placement="process",
+        exporters=[],
+        on_result=sink,
+        batch_size=1,
+        max_queue=3,
+    )
+    try:
+        assert monitor.submit(answer="The slow one is in Paris.", references=REFERENCES)
+        assert _wait_for(marker.exists, 60)
+        assert all(
+            monitor.submit(answer=f"Queued {i} is in Paris.", references=REFERENCES)
+            for i in range(3)
+        )
+        started = time.monotonic()
+        refused = monitor.submit(answer="One too many in Paris.", references=REFERENCES)
+        assert refused is False and time.monotonic() - started < 0.5
+        assert monitor.stats.get(Tally.DROPPED, "queue_full") == 1
+        assert monitor.queue_size == 3
+    finally:
+        monitor.shutdown(timeout=1)
 
 
 def test_a_hung_child_is_stopped_at_its_deadline_and_replaced(sink: ResultSink) -> None:
