@@ -7,8 +7,12 @@ child builds its components from a spec or a picklable factory.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +31,8 @@ from refcheck_callbacks import (
     RefCheckMonitor,
 )
 from refcheck_callbacks.exporters import names
+
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 
 REFERENCES = [
     "The Eiffel Tower is 330 metres tall. It was completed in 1889 for the World's Fair.",
@@ -212,3 +218,26 @@ def test_components_that_cannot_be_built_fail_every_request_and_are_not_retried(
     assert later.error_type == ComponentSpecError.__name__
     assert broken_monitor.runner.restarts == 0  # type: ignore[attr-defined]
     assert broken_monitor.runner.pid is None  # type: ignore[attr-defined]
+
+
+def test_a_factory_the_child_cannot_import_fails_with_a_message_that_says_so() -> None:
+    """A class defined in `python -c` (or a notebook) exists only in the app's process."""
+    code = (
+        "from scripted_checkers import KeywordChecker\n"
+        "from refcheck_callbacks import RefCheckMonitor\n"
+        "class LocalChecker(KeywordChecker):\n    pass\n"
+        "m = RefCheckMonitor(checker=LocalChecker, placement='process', exporters=[])\n"
+        "r = m.check(answer='It is in Paris.', references=['Paris.'])\n"
+        "print(r.outcome.value, m.runner.restarts, r.message)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(HELPERS)},
+    )
+    assert out.returncode == 0, out.stderr
+    outcome, restarts, message = out.stdout.split(" ", 2)
+    assert (outcome, restarts) == ("error", "0")
+    assert "LocalChecker" in message and "define them in a module" in message

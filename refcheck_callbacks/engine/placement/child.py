@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import signal
 import socket
 
@@ -30,7 +31,7 @@ from refcheck_callbacks.engine.placement.messages import (
 from refcheck_callbacks.support.logs import logger
 
 
-def main(connection: socket.socket, recipe: Recipe) -> None:
+def main(connection: socket.socket, recipe: bytes) -> None:
     """The child's entry point (a multiprocessing target)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -42,12 +43,11 @@ def main(connection: socket.socket, recipe: Recipe) -> None:
     os._exit(0)
 
 
-async def _serve(connection: socket.socket, recipe: Recipe) -> None:
+async def _serve(connection: socket.socket, recipe: bytes) -> None:
     reader, writer = await asyncio.open_unix_connection(sock=connection)
-    try:
-        pipeline = recipe.pipeline()
-    except Exception as exc:
-        writer.write(encode(StartFailed(error_type=type(exc).__name__, message=str(exc))))
+    pipeline = _built(recipe)
+    if isinstance(pipeline, StartFailed):
+        writer.write(encode(pipeline))
         await writer.drain()
         return
     assert pipeline.checker is not None
@@ -70,6 +70,21 @@ async def _serve(connection: socket.socket, recipe: Recipe) -> None:
         task.add_done_callback(calls.discard)
     await asyncio.gather(*calls)
     await writer.drain()
+
+
+def _built(recipe: bytes) -> Pipeline | StartFailed:
+    try:
+        loaded: Recipe = pickle.loads(recipe)
+    except Exception as exc:
+        return StartFailed(
+            error_type=type(exc).__name__,
+            message=f"{exc} (the extractor and checker factories must be importable by a "
+            "fresh interpreter: define them in a module, not in a notebook or `python -c`)",
+        )
+    try:
+        return loaded.pipeline()
+    except Exception as exc:
+        return StartFailed(error_type=type(exc).__name__, message=str(exc))
 
 
 async def _answer(pipeline: Pipeline, call: Call, writer: asyncio.StreamWriter) -> None:

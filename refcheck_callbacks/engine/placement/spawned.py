@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing.process
+import pickle
 import signal
 import socket
 from collections.abc import Callable
@@ -72,7 +73,12 @@ class SpawnedChild:
     def __init__(self, context: Any, recipe: Recipe) -> None:
         app_end, child_end = socket.socketpair()
         self.process = context.Process(
-            target=child.main, args=(child_end, recipe), name="refcheck-checking", daemon=True
+            # Pickled here and loaded by the child itself, which can then say what went wrong
+            # (a factory it cannot import) instead of dying before it can speak.
+            target=child.main,
+            args=(child_end, pickle.dumps(recipe)),
+            name="refcheck-checking",
+            daemon=True,
         )
         try:
             self.process.start()
