@@ -109,8 +109,8 @@ class SpawnedChild:
             self.stopped_because = because
         self.process.kill()
 
-    async def serve(self, on_message: Callable[[SpawnedChild, ToApp], None]) -> str:
-        """Hand every message to `on_message` until the process has ended; how it ended."""
+    async def serve(self, on_message: Callable[[SpawnedChild, ToApp], None]) -> None:
+        """Hand every message to `on_message` until the process has ended (see `ended`)."""
         loop = asyncio.get_running_loop()
         reader, self._writer = await asyncio.open_unix_connection(sock=self.socket)
         exited: asyncio.Future[None] = loop.create_future()
@@ -136,13 +136,18 @@ class SpawnedChild:
             loop.remove_reader(sentinel)
             self._writer.close()
         self.process.join(0)
-        return self._ending()
 
     async def _read(
         self, reader: asyncio.StreamReader, on_message: Callable[[SpawnedChild, ToApp], None]
     ) -> None:
         while (frame := await read_frame(reader)) is not None:
             on_message(self, TO_APP.validate_json(frame))
+
+    @property
+    def ended(self) -> str:
+        """How the process ended, for messages: its pid and its exit code, signal, or why we
+        stopped it."""
+        return f"(pid {self.pid}) {self._ending()}"
 
     def _ending(self) -> str:
         code = self.process.exitcode

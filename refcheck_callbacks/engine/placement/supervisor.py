@@ -74,6 +74,8 @@ class Supervisor:
         self._waiting: deque[PendingCall] = deque()
         self._broken: Failure | None = None
         self._closing = False
+        self._ended = False
+        self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._closed = asyncio.Event()
         self._thread = threading.Thread(target=self._main, name="refcheck-process", daemon=True)
@@ -89,10 +91,11 @@ class Supervisor:
         """The answer to one batch, soon: a reply, or why there is none. Never raises."""
         future: Future[Reply | Failure] = Future()
         call = PendingCall(next(self._ids), tuple(requests), future)
-        try:
-            self._loop.call_soon_threadsafe(self._accept, call)
-        except RuntimeError:  # the loop has ended
-            call.resolve(_unavailable())
+        with self._lock:
+            if not self._ended:
+                self._loop.call_soon_threadsafe(self._accept, call)
+                return future
+        call.resolve(_unavailable())
         return future
 
     def close(self, timeout: float | None) -> None:
@@ -123,8 +126,20 @@ class Supervisor:
         except BaseException:
             logger.exception("refcheck: the checking process's supervisor failed")
         finally:
-            self._resolve_all(self._waiting, _unavailable())
-            self._loop.close()
+            self._end()
+
+    def _end(self) -> None:
+        """Answer every batch still here, also those handed over meanwhile, and close."""
+        self._closing = True
+        with self._lock:
+            self._ended = True
+        self._loop.run_until_complete(asyncio.sleep(0))  # `_accept`s already scheduled
+        child = self.child
+        if child is not None:  # only when `_supervise` itself failed (a bug of ours)
+            child.kill("was stopped: its supervisor failed")
+            self._resolve_all(child.calls.values(), _lost(f"the checking process {child.ended}"))
+        self._resolve_all(self._waiting, _unavailable())
+        self._loop.close()
 
     async def _supervise(self) -> None:
         await self._keep_a_child()
@@ -140,9 +155,7 @@ class Supervisor:
                 break
             self.restarts += 1
             logger.warning(
-                "refcheck: the checking process %s; %d batch(es) it held failed; starting another",
-                ended,
-                held,
+                "refcheck: %s; %d batch(es) it held failed; starting another", ended, held
             )
             young = young + 1 if time.monotonic() - started < YOUNG else 0
             if young:
@@ -156,17 +169,17 @@ class Supervisor:
             child = SpawnedChild(self._context, self._recipe)
         except Exception as exc:
             logger.exception("refcheck: the checking process could not be started")
-            return f"could not be started ({exc!r})", 0
+            return f"the checking process could not be started ({exc!r})", 0
         self.child = child
         try:
-            ended = await child.serve(self._on_message)
-        finally:
-            self.child = None
+            await child.serve(self._on_message)
+        except Exception:
+            logger.exception("refcheck: serving the checking process failed")
+            child.kill("was stopped: the app could not talk to it")
+        self.child = None
         held = list(child.calls.values())
-        self._resolve_all(
-            held,
-            _lost(f"the checking process (pid {child.pid}) {ended} while it held this request"),
-        )
+        ended = f"the checking process {child.ended}"
+        self._resolve_all(held, _lost(f"{ended} while it held this request"))
         return ended, len(held)
 
     def _on_message(self, child: SpawnedChild, message: ToApp) -> None:
