@@ -6,6 +6,7 @@ child builds its components from a spec or a picklable factory.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -241,3 +242,13 @@ def test_a_factory_the_child_cannot_import_fails_with_a_message_that_says_so() -
     outcome, restarts, message = out.stdout.split(" ", 2)
     assert (outcome, restarts) == ("error", "0")
     assert "LocalChecker" in message and "define them in a module" in message
+
+
+def test_acheck_is_answered_by_the_child_too() -> None:
+    with RefCheckMonitor(checker=KeywordChecker, placement="process", exporters=[]) as monitor:
+        result = asyncio.run(
+            monitor.acheck(answer="The tower is in Paris.", references=["It is in Paris."])
+        )
+        pid = monitor.runner.pid  # type: ignore[attr-defined]
+    assert result.outcome is Outcome.CHECKED and result.placement is Placement.PROCESS
+    assert pid is not None and pid != os.getpid()
