@@ -243,16 +243,16 @@ def print_report(result: dict[str, Any]) -> None:
             f"(runs {row['runs']}; claims checked {row['claims_checked']})"
         )
     print(
-        "un-instrumented invokes slowed while the monitor checks, and the app's CPU per checked "
-        "answer (medians over round pairs):"
+        "un-instrumented invokes slowed while the monitor checks (median over round pairs), and "
+        "CPU of the app's background refcheck threads per answer (median over rounds):"
     )
     for name, figures in result["app_slowdown"].items():
         slowed = figures["none_slowed_per_round_us"]
-        cpu = figures["app_cpu_per_answer_per_round_us"]
+        cpu = figures["background_cpu_per_answer_per_round_us"]
         print(
             f"  {name:<24} slowed {figures['none_slowed_median_us']:7.1f} us ({_spread(slowed)}); "
-            f"app CPU {figures['app_cpu_per_answer_us']:7.1f} us/answer ({_spread(cpu)}); "
-            f"checked {figures['checked']}"
+            f"background CPU {figures['background_cpu_per_answer_us']:7.1f} us/answer "
+            f"({_spread(cpu)}); checked {figures['checked']}"
         )
 
 

@@ -4,12 +4,14 @@ Started by the app with multiprocessing's "spawn" (a fresh interpreter, none of 
 threads or locks). Each call runs as its own task, so the app's `concurrency` holds here too.
 The child never outlives the app: when the socket closes (the app exited or was killed) it
 exits at once, whatever its components are doing. Ctrl-C in a terminal reaches the whole
-process group; the child ignores it and lets the app decide when it stops.
+process group; the child ignores it and lets the app decide when it stops. It runs at a lower
+CPU priority than the app (`NICENESS`), so that it never takes a core the app needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pickle
 import signal
@@ -30,10 +32,16 @@ from refcheck_callbacks.engine.placement.messages import (
 )
 from refcheck_callbacks.support.logs import logger
 
+NICENESS = 10
+"""How much lower the child's CPU priority is than the app's: where the two compete for cores,
+the app's own work goes first and the checking waits (its queue bounded, its drops counted)."""
+
 
 def main(connection: socket.socket, recipe: bytes) -> None:
     """The child's entry point (a multiprocessing target)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
     try:
         asyncio.run(_serve(connection, recipe))
     except BaseException:
