@@ -10,12 +10,16 @@ Starts `refcheck serve` on a local Ray cluster (the embedded checker, one replic
 2. app slowdown: how much a monitor checking in the background slows the app's own calls
    that have no handler, measured as benchmarks/langchain_overhead.py measures it (rounds
    alternate a monitor that checks every answer with one that samples every answer out; the
-   figure is the median over round pairs of the un-instrumented invokes' median difference):
-   in-thread, service (claims extracted in the app, checked by the service), and service with
-   extraction (both remote: the app only captures, sends and exports). The child-process
-   placement (issue 20, item 3) is not built yet.
+   figure is the median over round pairs of the un-instrumented invokes' median difference;
+   each round's answers are checked before the next round starts): in-thread, process
+   (`placement="process"`: extraction and checking in a child process, the app only captures,
+   queues and exports), service (claims extracted in the app, checked by the service), and
+   service with extraction (both remote). Beside it, the CPU that the app's background refcheck
+   threads spend per answer, which the machine's noise hardly moves: the GIL time that
+   background checking takes from the app.
 
     flock /tmp/cpu.lock python benchmarks/serve_scaling.py [--answers 150] [--json out.json]
+        [--skip-throughput] [--placements in_thread,process] [--rounds 30]
 
 The service shares the machine's cores with the apps: on 2 cores a service replica competes
 with the apps it serves, which a GPU node would not.
