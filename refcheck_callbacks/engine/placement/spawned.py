@@ -135,7 +135,9 @@ class SpawnedChild:
         finally:
             loop.remove_reader(sentinel)
             self._writer.close()
-        self.process.join(0)
+        # The sentinel closes while the process exits, a moment before it can be reaped: a
+        # blocking wait then is brief, where join(0) could miss the exit code (and the signal).
+        self.process.join(_AFTER_END if exited.done() else 0)
 
     async def _read(
         self, reader: asyncio.StreamReader, on_message: Callable[[SpawnedChild, ToApp], None]
