@@ -4,9 +4,10 @@ Starts `refcheck serve` on a local Ray cluster (the embedded checker, one replic
 
 1. throughput: claims/s of 1 and 4 app processes, each submitting the same answers (the
    workload of benchmarks/engine.py: 4-sentence answers, 5 references of ~150 words) and
-   flushing; in-process (each app runs the embedded checker itself) against service (each app
-   runs `RemoteChecker`). Apps load first and start together on a signal; the wall time runs
-   from the signal to the last app's flush. Runs alternate in-process / service, each twice.
+   flushing, each app checking with the embedded checker in its thread, in a child process of
+   its own (`placement="process"`), or through the service (`RemoteChecker`). Apps load first
+   and start together on a signal; the wall time runs from the signal to the last app's flush.
+   Runs rotate the order of the placements, each placement run `--repeats` times.
 2. app slowdown: how much a monitor checking in the background slows the app's own calls
    that have no handler, measured as benchmarks/langchain_overhead.py measures it (rounds
    alternate a monitor that checks every answer with one that samples every answer out; the
@@ -67,15 +68,34 @@ def _free_port() -> int:
 # -- one app process ----------------------------------------------------------------------------
 
 
-def run_app(url: str | None, answers: int) -> None:
+PLACEMENTS = ("in_thread", "process", "service", "service_with_extraction")
+"""Where a monitor checks: its background thread, a child process, the service (claims
+extracted in the app), the service with extraction too (the app only captures, sends and
+exports)."""
+THROUGHPUT_PLACEMENTS = PLACEMENTS[:3]
+
+
+def monitor_options(placement: str, url: str | None) -> dict[str, Any]:
+    """The `RefCheckMonitor` arguments that check with the embedded checker at `placement`."""
+    from refcheck_callbacks.check.remote import RemoteChecker
+    from refcheck_callbacks.extract.remote import RemoteExtractor
+
+    if placement == "in_thread":
+        return {"checker": "embedded"}
+    if placement == "process":
+        return {"checker": "embedded", "placement": "process"}
+    assert url is not None, f"{placement} needs the service"
+    if placement == "service":
+        return {"checker": RemoteChecker(url)}
+    return {"checker": RemoteChecker(url), "extractor": RemoteExtractor(url)}
+
+
+def run_app(placement: str, url: str | None, answers: int) -> None:
     """An app: loads, says ready, waits for `go` on stdin, checks, prints its timing as JSON."""
     from engine import workload
 
     from refcheck_callbacks import RefCheckMonitor
-    from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-    from refcheck_callbacks.check.remote import RemoteChecker
 
-    checker = EmbeddedChecker() if url is None else RemoteChecker(url)
     claims = 0
 
     def count(result: Any) -> None:
@@ -83,7 +103,8 @@ def run_app(url: str | None, answers: int) -> None:
         claims += sum(v.label is not None for v in result.verdicts)
 
     items = workload(answers)
-    with RefCheckMonitor(checker=checker, exporters=[], on_result=count, max_queue=10**5) as m:
+    options = monitor_options(placement, url)
+    with RefCheckMonitor(**options, exporters=[], on_result=count, max_queue=10**5) as m:
         m.check(answer=items[0]["answer"], references=items[0]["refs"])  # warm: load, connect
         claims = 0
         print("ready", flush=True)
@@ -95,9 +116,10 @@ def run_app(url: str | None, answers: int) -> None:
         print(json.dumps({"started": started, "ended": time.time(), "claims": claims}), flush=True)
 
 
-def throughput(url: str | None, apps: int, answers: int) -> dict[str, float]:
-    """Claims/s of `apps` app processes checking in-process (url None) or through `url`."""
-    command = [sys.executable, __file__, "--as-app", url or "", "--answers", str(answers)]
+def throughput(placement: str, url: str | None, apps: int, answers: int) -> dict[str, float]:
+    """Claims/s of `apps` app processes, each checking at `placement`."""
+    command = [sys.executable, __file__, "--as-app", placement, "--answers", str(answers)]
+    command += ["--url", url] if url else []
     processes = [
         subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(apps)
@@ -119,14 +141,17 @@ def throughput(url: str | None, apps: int, answers: int) -> dict[str, float]:
 
 
 def throughput_table(url: str, answers: int, repeats: int) -> dict[str, Any]:
+    """Per number of apps: median claims/s per placement, runs in rotating order, and each
+    placement's rate over in-thread's."""
     table: dict[str, Any] = {}
+    ways = list(THROUGHPUT_PLACEMENTS)
     for apps in (1, 4):
-        runs: dict[str, list[float]] = {"in_process": [], "service": []}
-        claims: dict[str, set[int]] = {"in_process": set(), "service": set()}
+        runs: dict[str, list[float]] = {way: [] for way in ways}
+        claims: dict[str, set[int]] = {way: set() for way in ways}
         for repeat in range(repeats):
-            order = ["in_process", "service"] if repeat % 2 == 0 else ["service", "in_process"]
-            for way in order:
-                run = throughput(None if way == "in_process" else url, apps, answers)
+            shift = repeat % len(ways)
+            for way in ways[shift:] + ways[:shift]:
+                run = throughput(way, url, apps, answers)
                 runs[way].append(run["claims_per_s"])
                 claims[way].add(int(run["claims"]))
         medians = {way: statistics.median(values) for way, values in runs.items()}
@@ -134,7 +159,7 @@ def throughput_table(url: str, answers: int, repeats: int) -> dict[str, Any]:
             "claims_per_s": medians,
             "runs": runs,
             "claims_checked": {way: sorted(c) for way, c in claims.items()},
-            "service_over_in_process": medians["service"] / medians["in_process"],
+            "over_in_thread": {way: medians[way] / medians["in_thread"] for way in ways[1:]},
         }
     return table
 
@@ -142,36 +167,21 @@ def throughput_table(url: str, answers: int, repeats: int) -> dict[str, Any]:
 # -- app slowdown -------------------------------------------------------------------------------
 
 
-SLOWDOWN_PLACEMENTS = ("in_thread", "process", "service", "service_with_extraction")
-
-
 def slowdown(url: str | None, seed: int, rounds: int, placements: list[str]) -> dict[str, Any]:
     """Median slowdown of un-instrumented invokes, per placement, in one run."""
     from langchain_overhead import build_chain, time_background_checking
 
     from refcheck_callbacks import RefCheckMonitor
-    from refcheck_callbacks.check.remote import RemoteChecker
     from refcheck_callbacks.embeddings.minilm import SentenceEncoder
-    from refcheck_callbacks.extract.remote import RemoteExtractor
     from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
-
-    def options(name: str) -> dict[str, Any]:
-        if name == "in_thread":
-            return {"checker": "embedded"}
-        if name == "process":  # extraction and checking in a child: the app captures, exports
-            return {"checker": "embedded", "placement": "process"}
-        assert url is not None
-        if name == "service":
-            return {"checker": RemoteChecker(url)}
-        # Claim extraction too off the app's process: what is left is HTTP and the exporters.
-        return {"checker": RemoteChecker(url), "extractor": RemoteExtractor(url)}
 
     chain = build_chain(SentenceEncoder())
     out: dict[str, Any] = {}
     with RefCheckMonitor(sample_rate=0.0, exporters=[]) as idle:
         idle_handler = RefCheckCallbackHandler(idle)
         for name in placements:
-            out[name] = time_background_checking(chain, idle_handler, seed, rounds, **options(name))
+            options = monitor_options(name, url)
+            out[name] = time_background_checking(chain, idle_handler, seed, rounds, **options)
     return out
 
 
@@ -188,19 +198,20 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true", help="the slowdown part only")
     parser.add_argument(
         "--placements",
-        default=",".join(SLOWDOWN_PLACEMENTS),
+        default=",".join(PLACEMENTS),
         help="the slowdown's placements, comma-separated (without a service one, and with "
         "--skip-throughput, no service is started)",
     )
-    parser.add_argument("--as-app", help=argparse.SUPPRESS)
+    parser.add_argument("--as-app", choices=THROUGHPUT_PLACEMENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.as_app is not None:
-        run_app(args.as_app or None, args.answers)
+        run_app(args.as_app, args.url, args.answers)
         return
     placements = [p for p in args.placements.split(",") if p]
-    unknown = set(placements) - set(SLOWDOWN_PLACEMENTS)
+    unknown = set(placements) - set(PLACEMENTS)
     if unknown:
-        parser.error(f"unknown placements {sorted(unknown)}; known: {SLOWDOWN_PLACEMENTS}")
+        parser.error(f"unknown placements {sorted(unknown)}; known: {PLACEMENTS}")
     needs_service = not args.skip_throughput or any(p.startswith("service") for p in placements)
 
     from refcheck_callbacks.serve.app import Scaling, ServiceArgs
@@ -240,10 +251,10 @@ def _spread(values: list[float]) -> str:
 def print_report(result: dict[str, Any]) -> None:
     print(f"{result['cpus']} CPUs, load average {result['load_average'][0]:.1f}")
     for apps, row in result["throughput"].items():
-        rates = row["claims_per_s"]
+        rates = ", ".join(f"{way} {rate:.0f}" for way, rate in row["claims_per_s"].items())
+        ratios = ", ".join(f"{way} {ratio:.2f}" for way, ratio in row["over_in_thread"].items())
         print(
-            f"  {apps}: claims/s in-process {rates['in_process']:.0f}, through the service "
-            f"{rates['service']:.0f}; service / in-process {row['service_over_in_process']:.2f} "
+            f"  {apps}: claims/s {rates}; over in-thread {ratios} "
             f"(runs {row['runs']}; claims checked {row['claims_checked']})"
         )
     print(
