@@ -258,3 +258,26 @@ def test_the_child_does_not_outlive_an_app_that_is_killed() -> None:
     app.kill()
     app.communicate(timeout=30)
     assert _wait_for(lambda: not _alive(int(child)), 10), "the orphaned child must exit"
+
+
+def test_sigterm_to_the_process_group_lets_the_app_finish_through_its_child(marker: Path) -> None:
+    """A service manager or a terminal signals the whole group: the child leaves its end to
+    the app, whose handler checks what is in hand through it, then stops it."""
+    app = _app("sigterm", str(marker), start_new_session=True)
+    assert app.stdout is not None
+    assert app.stdout.readline().strip() == "ready"
+    assert _wait_for(marker.exists, 60), "the child never took the batch"
+    child = marker.read_text()
+    os.killpg(app.pid, signal.SIGTERM)
+    out, err = app.communicate(timeout=120)
+    assert app.returncode == -signal.SIGTERM, err
+    assert _lines(out, "result") == [["checked", "process"]] * 4, err
+    assert _wait_for(lambda: not _alive(int(child)), 10)
+
+
+def test_the_apps_process_loads_no_model_when_its_child_checks() -> None:
+    app = _app("light")
+    out, err = app.communicate(timeout=300)
+    assert app.returncode == 0, err
+    assert _lines(out, "result") == [["checked", "process"]]
+    assert _lines(out, "loaded") == [[]], "torch and the model stay in the child"

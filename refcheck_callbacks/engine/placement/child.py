@@ -3,8 +3,10 @@
 Started by the app with multiprocessing's "spawn" (a fresh interpreter, none of the app's
 threads or locks). Each call runs as its own task, so the app's `concurrency` holds here too.
 The child never outlives the app: when the socket closes (the app exited or was killed) it
-exits at once, whatever its components are doing. Ctrl-C in a terminal reaches the whole
-process group; the child ignores it and lets the app decide when it stops. It runs at a lower
+exits at once, whatever its components are doing. Ctrl-C in a terminal, and SIGTERM from a
+service manager that signals the whole group (systemd's default), reach the child too; it
+ignores both and lets the app decide when it stops, so that an app that finishes its work on
+SIGTERM (`install_signal_handlers`) still has its child to finish it with. It runs at a lower
 CPU priority than the app (`NICENESS`), so that it never takes a core the app needs.
 """
 
@@ -39,7 +41,8 @@ the app's own work goes first and the checking waits (its queue bounded, its dro
 
 def main(connection: socket.socket, recipe: bytes) -> None:
     """The child's entry point (a multiprocessing target)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     try:
