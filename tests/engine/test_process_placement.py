@@ -28,6 +28,7 @@ from refcheck_callbacks import (
     Outcome,
     Placement,
     PlacementError,
+    RedactionError,
     RefCheckError,
     RefCheckMonitor,
 )
@@ -171,8 +172,9 @@ def test_a_failing_redact_hook_ends_the_request_in_the_app() -> None:
         checker=EchoChecker, placement="process", redact=redact, exporters=[]
     ) as monitor:
         result = monitor.check(answer="The card 4111-1111 was charged.", references=["Card."])
-    assert result.outcome is Outcome.ERROR
+    assert result.outcome is Outcome.ERROR and result.error_type == RedactionError.__name__
     assert result.verdicts == () and result.claims == (), "nothing was sent to be checked"
+    assert "4111" not in result.request.answer, "fails closed: the text is withheld"
     assert result.placement is Placement.PROCESS
 
 
