@@ -98,10 +98,10 @@ class Stop(_Message):
     kind: Literal["stop"] = "stop"
 
 
-ToChild = Annotated[Call | Stop, Field(discriminator="kind")]
-ToApp = Annotated[Ready | StartFailed | Reply | CallFailed, Field(discriminator="kind")]
-TO_CHILD: Final[TypeAdapter[Call | Stop]] = TypeAdapter(ToChild)
-TO_APP: Final[TypeAdapter[Ready | StartFailed | Reply | CallFailed]] = TypeAdapter(ToApp)
+ToChild = Call | Stop
+ToApp = Ready | StartFailed | Reply | CallFailed
+TO_CHILD: Final[TypeAdapter[ToChild]] = TypeAdapter(Annotated[ToChild, Field(discriminator="kind")])
+TO_APP: Final[TypeAdapter[ToApp]] = TypeAdapter(Annotated[ToApp, Field(discriminator="kind")])
 
 _APP_ONLY: Final[dict[str, Any]] = {
     "requests": {

@@ -25,17 +25,15 @@ from refcheck_callbacks.engine.placement.components import Recipe
 from refcheck_callbacks.engine.placement.messages import (
     TO_APP,
     Call,
-    CallFailed,
     Ready,
     Reply,
-    StartFailed,
+    ToApp,
     encode,
     read_frame,
 )
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckRequest
 
-ToApp = Ready | StartFailed | Reply | CallFailed
 _AFTER_END = 1.0
 """Seconds to wait for the other sign of the end (socket closed, process exited) after one."""
 

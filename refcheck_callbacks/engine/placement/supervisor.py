@@ -35,9 +35,10 @@ from refcheck_callbacks.engine.placement.messages import (
     Reply,
     StartFailed,
     Stop,
+    ToApp,
     encode,
 )
-from refcheck_callbacks.engine.placement.spawned import Failure, PendingCall, SpawnedChild, ToApp
+from refcheck_callbacks.engine.placement.spawned import Failure, PendingCall, SpawnedChild
 from refcheck_callbacks.errors import CheckingProcessError, MonitorUnavailableError
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckRequest
