@@ -25,18 +25,23 @@ Starts `refcheck serve` on a local Ray cluster (the embedded checker, one replic
 The service shares the machine's cores with the apps: on 2 cores a service replica competes
 with the apps it serves, which a GPU node would not.
 
-Measured 2026-11-24 on the shared 2-core machine under the CPU lock (load average 4.6), 150
-answers (600 claims) per app:
+Measured 2026-11-24 on the shared 2-core machine under the CPU lock (load average 1.1), 150
+answers (600 claims) per app, 12 round pairs:
 
-| apps | in-process claims/s | service claims/s | service / in-process |
-|---|---|---|---|
-| 1 | 766 | 439 | 0.57 |
-| 4 | 731 | 640 | 0.88 |
+| | in-thread | process | service | service + extraction |
+|---|---|---|---|---|
+| claims/s, 1 app | 789 | 758 (0.96x) | 569 (0.72x) | |
+| claims/s, 4 apps | 689 | 563 (0.82x) | 575 (0.83x) | |
+| app's refcheck CPU per answer | 1,322 us | 213 us (0.16x) | 314 us (0.24x) | 386 us (0.29x) |
+| no-handler calls slowed, median | 130 us | -63 us | 992 us | 881 us |
+| (IQR over round pairs) | 36..275 | -219..23 | 247..1191 | 743..1141 |
 
-App slowdown, median over 12 round pairs: in-thread 440 us; service -17 us; service with
-extraction 162 us. An earlier full run: 0.68 and 0.80; in-thread 667 us, service 167 us. The
-rounds of the service placements spread over about +-250 us around zero: the 25 us goal is below
-what this machine can resolve; the in-thread figure is well above it in every run.
+Earlier runs (before the process placement): service / in-process 0.57 and 0.68 (1 app), 0.88
+and 0.80 (4 apps); slowed in-thread 440 and 667 us, service -17 and 167 us. The slowdown rounds
+spread over about +-250 us: the 25 us goal is below what this machine can resolve. The service's
+Ray processes share the 2 cores with the app at its own priority, which the checking child
+(nice 10) does not, and this run's service rows show it; the CPU row, which noise hardly moves,
+is the GIL time each placement takes from the app.
 """
 
 from __future__ import annotations
