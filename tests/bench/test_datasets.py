@@ -162,7 +162,7 @@ def test_the_data_dir_comes_from_the_environment(
 def test_without_the_variable_the_data_lives_in_the_users_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(DATA_DIR_ENV)
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert data_dir() == tmp_path / "refcheck" / "data"
 
