@@ -48,9 +48,14 @@ def _abbreviates(extra: set[str], words: tuple[str, ...]) -> bool:
 
 
 def _same_word(x: str, y: str) -> bool:
-    """A shared stem (`France`, `French`) or an abbreviation (`Cas`, `Castleford`)."""
+    """A shared stem (`France`, `French`), an abbreviation (`Cas`, `Castleford`) or a part of
+    a compound (`Caribbean`, `Indo-Caribbean`; `Kiev`, `Kiev-based`)."""
     short, long = sorted((x, y), key=len)
-    return (len(short) >= 5 and x[:4] == y[:4]) or (len(short) >= 3 and long.startswith(short))
+    return (
+        (len(short) >= 5 and x[:4] == y[:4])
+        or (len(short) >= 3 and long.startswith(short))
+        or short in long.split("-")
+    )
 
 
 def _different_people(a: list[str], b: list[str]) -> bool:

@@ -137,6 +137,7 @@ class _Reader:
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
         self.found: list[Mention] = []
+        self.shouting = _shouting(tokens)
 
     def word(self, index: int) -> str:
         return self.tokens[index].lower if 0 <= index < len(self.tokens) else ""
@@ -165,7 +166,11 @@ class _Reader:
         elif token.lower in WEEKDAYS:
             value = float(WEEKDAYS[token.lower])
             self.found.append(Mention("weekday", index, index, value, value))
-        elif _capitalised(token) and (not token.opens_sentence or self._capitalised_at(index + 1)):
+        elif (
+            _capitalised(token)
+            and not self.shouting
+            and (not token.opens_sentence or self._capitalised_at(index + 1))
+        ):
             return self._name(index)
         return index + 1
 
@@ -319,6 +324,17 @@ class _Reader:
         )
 
 
+SHOUTING_WORDS = 3
+"""Words in capitals, and more than half of the words, that make a text written in capitals
+(`KILAUEA FOR EXAMPLE HAS THE MOST ACTIVE`): there capitals mark no name."""
+
+
+def _shouting(tokens: list[Token]) -> bool:
+    words = [t.text for t in tokens if len(t.text) > 1 and t.text[0].isalpha()]
+    capitals = sum(word.isupper() for word in words)
+    return capitals >= SHOUTING_WORDS and 2 * capitals > len(words)
+
+
 def _is_year(text: str) -> bool:
     return len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
 
@@ -342,7 +358,7 @@ def _capitalised(token: Token) -> bool:
         and token.lower not in WEEKDAYS
         and token.lower not in NUMBER_WORDS
         and token.lower not in ORDINALS
-        and token.text != "I"
+        and token.lower.partition("'")[0].partition("’")[0] != "i"  # `I`, `I'm`, `I’ve`
     )
 
 

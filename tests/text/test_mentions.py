@@ -77,6 +77,7 @@ def test_figures_that_cannot_be_compared_are_neither_equal_nor_different(a: str,
         ("He plays in Prophets of Rage now.", "He plays in Prophets of TV now.", False),
         ("She lives in New York now.", "She lives in New Jersey now.", False),
         ("She lives in Paris now.", "She lives in London now.", False),
+        ("He joined the Indo-Pacific fleet.", "He joined the Pacific fleet.", True),
     ],
 )
 def test_names_agree_on_shared_words_acronyms_and_stems_only(a: str, b: str, agree: bool) -> None:
@@ -91,6 +92,13 @@ def test_what_is_not_a_figure_or_a_name() -> None:
     assert [m.words for m in mentions(tokenize("New York is large."))] == [("new", "york")]
     assert mentions(tokenize("One of the towers fell.")) == []
     assert [m.kind for m in mentions(tokenize("It may rain on 5 may."))] == ["number"]
+    assert mentions(tokenize("Yes, I'm sure I’ve seen it.")) == []
+
+
+def test_a_text_in_capitals_has_no_names_but_acronyms_in_a_sentence_stay() -> None:
+    assert mentions(tokenize("YES! MAUNA LOA FOR INSTANCE IS THE BIGGEST")) == []
+    found = mentions(tokenize("It was launched by NASA and the ESA."))
+    assert [m.acronym for m in found] == ["nasa", "esa"]
 
 
 def test_names_in_a_list_are_marked_as_such() -> None:

@@ -20,6 +20,11 @@ its matches. The mention is in conflict with a match when
 - the two stand in the same place: a content word next to one is next to the other (both
   sides for names the references also mention and for names in lists), or, for figures and
   dates, each is the only one of its kind and unit in its sentence;
+- a match that also states the claim's value elsewhere reads as supporting it for figures
+  and dates, but for a name it may be a swap ("the Greenland and GRACE ice sheets" against
+  "the Greenland and Antarctic ice sheets, revealed by GRACE"): the other name then needs
+  two of the claim's words next to it and the claim's name well apart from it (not
+  "Kiev-based programmer Yevhen Dokukin", one person described);
 - the match holds at least `CONTEXT_SHARE` of the words around the claim's mention, and both
   are negated or neither is.
 A mention with no counterpart is absent from the source, which is Neutral, not this. The
@@ -205,6 +210,10 @@ class Candidate:
     """The share of the words around the claim's mention that the sentence holds."""
     unmentioned: bool
     """A name whose words no reference sentence holds: the references never mention it."""
+    swapped: bool | None = None
+    """None unless the sentence also states the claim's name, elsewhere; then whether the two
+    names swapped places: two content words next to the claim's name are next to the other
+    name, and the sentence states the claim's name `SWAP_GAP` tokens or more away from it."""
 
 
 def _agree(a: Mention, b: Mention) -> bool:
@@ -281,12 +290,15 @@ class _Claim:
             if any(s >= STATED_RATIO * score for i, s in stating.items() if i != index):
                 return  # a match about as good states the claim's value
             sentence = references.sentences[index]
-            if index in stating:
+            displaced = index in stating
+            if displaced:
                 if self._stated_in_place(mention, sentence):
                     return
-                continue  # it states the claim's value: its other values are other facts
+                if mention.kind != "name":
+                    continue  # it states the claim's value: its other values are other facts
+                # A name stated elsewhere in the sentence may have swapped with another.
             if sentence.negated == self.negated(mention):
-                yield from self._against(mention, sentence, context, references)
+                yield from self._against(mention, sentence, context, references, displaced)
 
     def _stated_in_place(self, mention: Mention, sentence: _Sentence) -> bool:
         """The sentence states the value next to the claim's words (or holds an unread name)."""
@@ -306,6 +318,7 @@ class _Claim:
         sentence: _Sentence,
         context: set[str],
         references: ParsedReferences,
+        displaced: bool = False,
     ) -> Iterator[Candidate]:
         unstated = [
             other
@@ -323,7 +336,23 @@ class _Claim:
             if _disagree(mention, other):
                 other_before, other_after = _near(sentence.tokens, other, ANCHOR_WORDS)
                 anchors = len(before & other_before) + len(after & other_after)
-                yield Candidate(mention, sentence, other, anchors, alone, share, absent)
+                swapped = anchors >= 2 and _apart(mention, other, sentence) if displaced else None
+                yield Candidate(mention, sentence, other, anchors, alone, share, absent, swapped)
+
+
+SWAP_GAP = 3
+"""Tokens that must separate two names of a sentence for them to be a swap: nearer, they
+describe one thing (`Kiev-based programmer Yevhen Dokukin`, `Hudson County, New Jersey`)."""
+
+
+def _apart(mention: Mention, other: Mention, sentence: _Sentence) -> bool:
+    """Every mention of the sentence agreeing with the claim's stands more than `SWAP_GAP`
+    tokens from `other`."""
+    return all(
+        max(same.first - other.last, other.first - same.last) > SWAP_GAP
+        for same in sentence.mentions
+        if _agree(mention, same)
+    )
 
 
 def _states(mention: Mention, sentence: _Sentence) -> bool:
@@ -344,10 +373,13 @@ def is_conflict(candidate: Candidate) -> bool:
     sentence often play other roles (author and publisher, team and venue), where figures and
     dates of one sort rarely do; so do names in lists. A name the references never mention
     needs one neighbour: it cannot be the other role's name. Figures and dates need one, or
-    to be the only one of their sort on both sides.
+    to be the only one of their sort on both sides. A name the sentence also states
+    elsewhere needs a swap (`Candidate.swapped`), never in a list.
     """
     mention, other = candidate.mention, candidate.other
-    if mention.listed or other.listed or (mention.kind == "name" and not candidate.unmentioned):
+    if candidate.swapped is not None:
+        aligned = candidate.swapped and not (mention.listed or other.listed)
+    elif mention.listed or other.listed or (mention.kind == "name" and not candidate.unmentioned):
         aligned = candidate.anchors >= 2
     elif mention.kind == "name":
         aligned = candidate.anchors >= 1

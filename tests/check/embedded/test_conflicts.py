@@ -142,3 +142,20 @@ def test_a_capitalised_word_after_a_colon_opens_a_clause_and_is_no_name() -> Non
     reference = "Review sessions: Rather than cramming, short and regular sessions work best."
     claim = "Review sessions: Plan short and regular sessions, which work best."
     assert find_conflict(claim, parse_references([reference])) is None
+
+
+def test_two_names_of_one_sentence_swapped_are_a_conflict() -> None:
+    """The claim's name is stated, but elsewhere: in the claim's place stands another."""
+    reference = "The new bridge links Windsor to Detroit, according to a survey by Marcus Bell."
+    references = parse_references([reference])
+    conflict = find_conflict("The new bridge links Marcus Bell to Detroit.", references)
+    assert conflict is not None
+    assert (conflict.claim_text, conflict.reference_text) == ("Marcus Bell", "Windsor")
+    assert find_conflict("The new bridge links Windsor to Detroit.", references) is None
+    assert find_conflict("The survey was written by Marcus Bell.", references) is None
+
+
+def test_a_name_described_by_another_next_to_it_is_no_swap() -> None:
+    reference = "The league is run by Toronto-based lawyer Dana Whitfield, who founded it in 2009."
+    claim = "The league is run by Dana Whitfield, who founded it in 2009."
+    assert find_conflict(claim, parse_references([reference])) is None
