@@ -34,7 +34,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from nli_throughput import build_workload, whole_words
+from nli_throughput import build_workload, check_items, whole_words
 from tiny_models import CORPUS, deberta_tokenizer, t5_tokenizer
 
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
@@ -94,23 +94,6 @@ def build(family: str, size: str, root: Path, corpus: list[str]) -> Path:
     return directory
 
 
-def items(workload: dict[str, Any]) -> list[list[Any]]:
-    from refcheck_callbacks.types import CheckItem, Claim, Reference
-
-    return [
-        [
-            CheckItem(
-                claim=Claim(text=claim),
-                references=[Reference(text=t) for t in answer["references"]],
-                request_id=str(index),
-                claim_index=number,
-            )
-            for number, claim in enumerate(answer["claims"])
-        ]
-        for index, answer in enumerate(workload["answers"])
-    ]
-
-
 def run(family: str, directory: Path, workload: dict[str, Any], args: Any) -> dict[str, Any]:
     import torch
 
@@ -118,7 +101,7 @@ def run(family: str, directory: Path, workload: dict[str, Any], args: Any) -> di
 
     checker = NLIChecker(directory, device=args.device, batch_tokens=args.batch_tokens)
     assert checker.family.name == family, checker.family.name
-    requests = items(workload)
+    requests = check_items(workload["answers"], "references")
     batches = [
         [i for r in requests[start : start + args.engine_batch] for i in r]
         for start in range(0, len(requests), args.engine_batch)

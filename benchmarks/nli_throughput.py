@@ -278,15 +278,15 @@ def presplit(workload: dict[str, Any]) -> None:
         answer["segments"] = [segment.text for segment in segments]
 
 
-def _items(answers: list[dict[str, Any]]) -> list[list[Any]]:
-    """Each answer's claims as checker items, its segments as references."""
+def check_items(answers: list[dict[str, Any]], field: str = "segments") -> list[list[Any]]:
+    """Each answer's claims as checker items, the texts under `field` as references."""
     from refcheck_callbacks.types import CheckItem, Claim, Reference
 
     return [
         [
             CheckItem(
                 claim=Claim(text=claim),
-                references=[Reference(text=s) for s in answer["segments"]],
+                references=[Reference(text=s) for s in answer[field]],
                 request_id=str(n),
                 claim_index=i,
             )
@@ -317,8 +317,8 @@ def run_ours(
         model_dir, device=device, top_k_segments=top_k, segment_tokens=500,
         batch_tokens=batch_tokens, **precision,
     )  # fmt: skip
-    checker.check_batch([i for r in _items(workload["warmup"]) for i in r])
-    requests = _items(workload["answers"])
+    checker.check_batch([i for r in check_items(workload["warmup"]) for i in r])
+    requests = check_items(workload["answers"])
     before = checker.counts.pairs_requested
     started, cpu_started = time.perf_counter(), time.process_time()
     verdicts = []
