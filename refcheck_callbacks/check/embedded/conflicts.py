@@ -29,7 +29,8 @@ its matches. The mention is in conflict with a match when
   are negated or neither is.
 A mention with no counterpart is absent from the source, which is Neutral, not this. The
 thresholds were set on planted edits of one half of the shared data's groups and checked on
-the other half and on the real labels (docs/embedded_checker.md).
+the other half and on the real labels; `SWAP_GAP` and the swap rule were chosen on all the
+planted edits (docs/embedded_checker.md).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ ANCHOR_WORDS = 2
 CONTEXT_SHARE = 0.5
 """Of the words around the claim's mention, the share its match must hold: the same subject
 and relation, not only the same topic."""
+SWAP_GAP = 3
+"""Tokens that must separate two names of a sentence for them to be a swap: nearer, they
+describe one thing (`Kiev-based programmer Yevhen Dokukin`, `Hudson County, New Jersey`)."""
 
 
 def _stem(word: str) -> str:
@@ -338,11 +342,6 @@ class _Claim:
                 anchors = len(before & other_before) + len(after & other_after)
                 swapped = anchors >= 2 and _apart(mention, other, sentence) if displaced else None
                 yield Candidate(mention, sentence, other, anchors, alone, share, absent, swapped)
-
-
-SWAP_GAP = 3
-"""Tokens that must separate two names of a sentence for them to be a swap: nearer, they
-describe one thing (`Kiev-based programmer Yevhen Dokukin`, `Hudson County, New Jersey`)."""
 
 
 def _apart(mention: Mention, other: Mention, sentence: _Sentence) -> bool:
