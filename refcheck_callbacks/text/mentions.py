@@ -14,6 +14,7 @@ classes (nothing to backtrack into), then constant work per word.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from refcheck_callbacks.text.lexical import STOPWORDS
@@ -42,6 +43,7 @@ _DIGITS = frozenset("0123456789")
 class Token:
     text: str
     lower: str
+    """Lower case, diacritics folded (`fold`)."""
     start: int
     end: int
     glued: bool
@@ -63,11 +65,20 @@ def tokenize(text: str) -> list[Token]:
         glued = bool(tokens) and not gap.strip(_GLUE)
         after_break = bool(gap.strip(" \t\n" + _GLUE))
         tokens.append(
-            Token(word, word.lower(), start, match.end(), glued, sentence_open, after_break)
+            Token(word, fold(word), start, match.end(), glued, sentence_open, after_break)
         )
         sentence_open = False
         previous_end = match.end()
     return tokens
+
+
+def fold(word: str) -> str:
+    """Lower case without diacritics: `Niño`, `São` and `Müller` are the same names as `Nino`,
+    `Sao` and `Muller`, which texts and answers write either way."""
+    if word.isascii():
+        return word.lower()
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 _GLUE = "-/"

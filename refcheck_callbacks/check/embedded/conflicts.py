@@ -76,7 +76,7 @@ def _stem(word: str) -> str:
 
 
 def _lower_case(tokens: Sequence[Token]) -> set[str]:
-    return {token.text for token in tokens if token.text.islower()}
+    return {token.lower for token in tokens if token.text.islower()}
 
 
 def _read(tokens: list[Token], lower_case: AbstractSet[str]) -> list[Mention]:

@@ -159,3 +159,33 @@ def test_a_name_described_by_another_next_to_it_is_no_swap() -> None:
     reference = "The league is run by Toronto-based lawyer Dana Whitfield, who founded it in 2009."
     claim = "The league is run by Dana Whitfield, who founded it in 2009."
     assert find_conflict(claim, parse_references([reference])) is None
+
+
+@pytest.mark.parametrize(
+    ("claim", "reference"),
+    [
+        (
+            "The 2015 El Nino was declared by NOAA scientists.",
+            "The 2015 El Niño was declared by NOAA scientists in March.",
+        ),
+        (
+            "Beyonce performed at the Sao Paulo stadium in 2013.",
+            "Beyoncé performed at the São Paulo stadium in 2013.",
+        ),
+        ("The study was led by Muller in Zurich.", "The study was led by Müller in Zürich."),
+        ("The study was led by MÜLLER in Zürich.", "The study was led by Muller in Zurich."),
+    ],
+)
+def test_a_name_written_with_or_without_its_accents_is_the_same_name(
+    claim: str, reference: str
+) -> None:
+    assert find_conflict(claim, parse_references([reference])) is None
+
+
+def test_a_different_name_written_with_accents_is_still_a_conflict() -> None:
+    reference = "Beyoncé performed at the São Paulo stadium in 2013."
+    conflict = find_conflict(
+        "Beyonce performed at the Rio stadium in 2013.", parse_references([reference])
+    )
+    assert conflict is not None
+    assert (conflict.claim_text, conflict.reference_text) == ("Rio", "São Paulo")
