@@ -40,3 +40,21 @@ class SyncChecker:
 
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
         return await run_blocking(self.check_batch, items)
+
+
+@runtime_checkable
+class Preloading(Protocol):
+    """A component that loads what it needs at its first call (tables, model weights) and can
+    load it ahead of time instead."""
+
+    def preload(self) -> None:
+        """Load now; later calls find it loaded."""
+        ...
+
+
+def preload(component: object) -> None:
+    """Load now what `component` would load at its first call. A `refcheck serve` replica does
+    this before it reports ready, so no caller's first call spends its deadline loading; a
+    component that loads when it is built needs nothing."""
+    if isinstance(component, Preloading):
+        component.preload()

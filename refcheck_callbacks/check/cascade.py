@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.check.base import Checker, preload
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckItem, Label, StageVerdict, Usage, Verdict
 
@@ -124,6 +124,11 @@ class CascadeChecker:
         self.needs_references = any(
             getattr(stage.checker, "needs_references", True) for _, stage in self.stages
         )
+
+    def preload(self) -> None:
+        """Load every stage that loads lazily."""
+        for _, stage in self.stages:
+            preload(stage.checker)
 
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
         decided: list[Verdict | None] = [None] * len(items)

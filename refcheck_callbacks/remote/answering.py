@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, TypeVar
 
+from refcheck_callbacks.check.base import preload
 from refcheck_callbacks.cli.specs import build_checker, build_extractor
 from refcheck_callbacks.errors import StageOutputError
 from refcheck_callbacks.extract.base import Extraction
@@ -141,6 +142,7 @@ class ComponentRunner:
             _Checking(spec, api_base) if role is Role.CHECKER else _Extracting(spec, api_base)
         )
         self.name = self.work.name
+        preload(self.work.component)
 
     async def answer(self, calls: Sequence[WireCall]) -> tuple[list[WireReply], int]:
         """One reply per call, in order, and how many requests failed even when run alone."""

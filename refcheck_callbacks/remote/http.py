@@ -79,6 +79,17 @@ class _Failed:
     retry_after: float | None = None
 
 
+def _out_of_time(deadline: float, attempts: int, last: _Failed | None) -> RemoteCallError:
+    """The deadline passed after a failed try: the failure is what the tries met (a service that
+    is down stays "connection" even when a busy host oversleeps a backoff), the deadline ends it."""
+    if last is None:
+        return RemoteCallError(f"no reply within the {deadline:g}s deadline", "deadline")
+    return RemoteCallError(
+        f"{last.message}; no reply within the {deadline:g}s deadline after {attempts} attempts",
+        last.kind,
+    )
+
+
 def _validated(reply_type: type[Reply], content: bytes) -> Reply:
     try:
         return reply_type.model_validate_json(content)
@@ -203,21 +214,24 @@ class ServiceClient:
     async def _call(self, path: str, body: bytes, reply_type: type[Reply]) -> Reply:
         give_up_at = time.monotonic() + self.deadline
         attempt = 0
+        last: _Failed | None = None
         while True:
             attempt += 1
             remaining = give_up_at - time.monotonic()
             if remaining <= 0:
-                message = f"no reply within the {self.deadline:g}s deadline"
-                raise RemoteCallError(message, "deadline")
+                raise _out_of_time(self.deadline, attempt - 1, last)
             outcome = await self._attempt(path, body, remaining)
             if isinstance(outcome, bytes):
                 return _validated(reply_type, outcome)
+            if outcome.kind == "deadline":
+                raise _out_of_time(self.deadline, attempt, last)
             if outcome.kind not in ("connection", "rate_limit", "unavailable"):
                 raise RemoteCallError(outcome.message, outcome.kind)
             if attempt > self.retry.max_retries:
                 raise RemoteCallError(
                     f"retries spent after {attempt} attempts: {outcome.message}", outcome.kind
                 )
+            last = outcome
             wait = self.retry.wait(attempt, outcome.retry_after)
             if time.monotonic() + wait >= give_up_at:
                 raise RemoteCallError(

@@ -131,7 +131,8 @@ class ComponentReplica:
         self.run_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
 
     async def ready(self) -> str:
-        """The component's name, once the replica is up (readiness)."""
+        """The component's name, once the replica is up (readiness): its component was built
+        and preloaded in `__init__`, so a ready service's first call loads nothing."""
         return self.work.name
 
     def stats(self) -> dict[str, Any]:

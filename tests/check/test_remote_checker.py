@@ -143,6 +143,19 @@ def test_a_slow_service_is_given_up_at_the_deadline(llm_server: ScriptedOpenAISe
     assert verdicts[0].label is None and "deadline" in (verdicts[0].error or "")
 
 
+def test_a_deadline_reached_after_failed_tries_names_what_the_tries_met(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    # Refused, then too slow: the failure counted is the refusal, and the message says both.
+    llm_server.respond(_then_verdicts(_error(503, "warming up"), Reply(delay=10, raw=b"{}")))
+    checker = RemoteChecker(llm_server.url, retry=FAST_RETRY, deadline=0.8)
+    verdicts, _ = _check(checker, _items(1, 1))
+    error = verdicts[0].error or ""
+    assert verdicts[0].label is None and "(unavailable)" in error, error
+    assert "warming up" in error and "0.8s deadline after 2 attempts" in error
+    assert checker.stats()["failures"] == {"unavailable": 1}
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

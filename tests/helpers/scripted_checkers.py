@@ -80,3 +80,20 @@ class SlowChecker(KeywordChecker):
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
         await asyncio.sleep(self.seconds)
         return self.check_batch(items)
+
+
+class LazyChecker(KeywordChecker):
+    """Loads on its first call unless preloaded; counts its loads and which came first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: list[str] = []
+
+    def preload(self) -> None:
+        if not self.loads:
+            self.loads.append("preload")
+
+    def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        if not self.loads:
+            self.loads.append("first call")
+        return super().check_batch(items)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from scripted_checkers import LazyChecker
+
 from refcheck_callbacks import CheckItem, CheckRequest, Claim, Label, Reference
+from refcheck_callbacks.check.cascade import CascadeChecker
 from refcheck_callbacks.remote.answering import ComponentRunner, Role
 from refcheck_callbacks.remote.wire import CheckCall, CheckReply, ExtractCall, ExtractReply
 
@@ -43,3 +46,19 @@ def test_an_extractor_answers_each_caller_with_its_own_answers() -> None:
         [len(e.claims) for e in r.extractions] for r in replies if isinstance(r, ExtractReply)
     ]
     assert counts == [[2], [1]]
+
+
+def test_a_lazily_loading_checker_is_loaded_before_the_first_call() -> None:
+    # A service replica builds its runner before it reports ready: the first caller's deadline
+    # is not spent loading.
+    runner = ComponentRunner(Role.CHECKER, "py:scripted_checkers:LazyChecker")
+    checker = runner.work.component
+    assert isinstance(checker, LazyChecker) and checker.loads == ["preload"]
+    asyncio.run(runner.answer([_call("a", "paris is the capital of france")]))
+    assert checker.loads == ["preload"]
+
+
+def test_a_cascade_preloads_each_stage() -> None:
+    stages = [LazyChecker(), LazyChecker()]
+    CascadeChecker(stages).preload()
+    assert [stage.loads for stage in stages] == [["preload"], ["preload"]]

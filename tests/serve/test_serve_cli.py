@@ -118,7 +118,8 @@ def test_apps_survive_the_service_stopping_mid_run_and_check_again_after_a_resta
     try:
         before = [app.check(RAG_ANSWERS) for app in apps]
         for reply in before:
-            assert [r["outcome"] for r in reply["results"]] == ["checked"] * len(RAG_ANSWERS)
+            outcomes = [r["outcome"] for r in reply["results"]]
+            assert outcomes == ["checked"] * len(RAG_ANSWERS), reply["results"]
 
         # Stop it while the apps are checking.
         for app in apps:

@@ -33,6 +33,10 @@ from refcheck_callbacks.remote.wire import CheckCall  # noqa: E402
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application  # noqa: E402
 from refcheck_callbacks.serve.component import BatchSettings  # noqa: E402
 from refcheck_callbacks.serve.gateway import token_digest  # noqa: E402
+from refcheck_callbacks.serve.launch import (  # noqa: E402
+    LOCAL_PROXY_READY_TIMEOUT_S,
+    PROXY_READY_TIMEOUT_ENV,
+)
 from refcheck_callbacks.types import CheckItem, Claim, Reference  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -52,6 +56,8 @@ def _free_port() -> int:
 def cluster() -> Iterator[str]:
     """A local Ray cluster of our own with Serve on 127.0.0.1; its base URL."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
+    # As `refcheck serve` does for its own cluster: a busy host starts the proxy slowly.
+    os.environ.setdefault(PROXY_READY_TIMEOUT_ENV, str(LOCAL_PROXY_READY_TIMEOUT_S))
     temp = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths must fit
     ray.init(
         address="local",

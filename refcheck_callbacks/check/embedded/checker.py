@@ -64,6 +64,10 @@ class EmbeddedChecker(SyncChecker):
         balanced accuracy across the labelled sets); a cascade's "margin" is measured from it."""
         return float(self._load().model.entailment_threshold)
 
+    def preload(self) -> None:
+        """Load the token table and heads now instead of at the first check."""
+        self._load()
+
     def _load(self) -> _Runtime:
         with self._lock:
             if self._runtime is None:
