@@ -96,7 +96,8 @@ class RemoteCallError(RefCheckError):
     `kind`: `too_large` (over the client's cap, or the service answered 413), `connection`,
     `deadline`, `rate_limit` / `unavailable` (retries spent), `rejected` (a 4xx: the service says
     the call is wrong), `server_error`, or `bad_reply` (the reply is not what the protocol
-    promises). The remote components turn it into per-claim or per-request errors; it never
+    promises). A deadline reached after failed tries keeps their kind, the deadline named in the
+    message. The remote components turn it into per-claim or per-request errors; it never
     reaches the app.
     """
 
