@@ -223,6 +223,16 @@ def test_components_that_cannot_be_built_fail_every_request_and_are_not_retried(
     assert broken_monitor.runner.pid is None  # type: ignore[attr-defined]
 
 
+def test_a_checker_that_cannot_load_fails_the_childs_start_not_each_call() -> None:
+    with RefCheckMonitor(
+        checker="py:child_components:UnloadableChecker", placement="process", exporters=[]
+    ) as monitor:
+        result = monitor.check(answer="Claim is in Paris.", references=["Paris."])
+        assert (result.outcome, result.error_type) == (Outcome.ERROR, "FileNotFoundError")
+        assert "the model table is missing" in (result.message or "")
+        assert monitor.runner.restarts == 0  # type: ignore[attr-defined]
+
+
 def test_a_factory_the_child_cannot_import_fails_with_a_message_that_says_so() -> None:
     """A class defined in `python -c` (or a notebook) exists only in the app's process."""
     code = (

@@ -83,3 +83,10 @@ class LoopBlockingChecker:
 def dies_while_building() -> EchoChecker:
     """A factory whose process ends while it builds (a crash at import or model load)."""
     os._exit(3)
+
+
+class UnloadableChecker(EchoChecker):
+    """Loads lazily, and its model cannot load (a missing file): built fine, fails at preload."""
+
+    def preload(self) -> None:
+        raise FileNotFoundError("the model table is missing")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.check.base import Checker, preload
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.engine.protocols import implementing
@@ -125,7 +125,10 @@ class Recipe:
         return cls(extractor, checker, settings)  # type: ignore[arg-type]
 
     def pipeline(self) -> Pipeline:
-        """The pipeline, built in the child. Redaction is not in it: the app redacts."""
-        return self.settings.pipeline(
-            built_extractor(self.extractor), built_checker(self.checker), None, Placement.PROCESS
-        )
+        """The pipeline, built in the child and loaded before the child says it is ready (a
+        component that cannot load fails the start, not each call). Redaction is not in it:
+        the app redacts."""
+        extractor, checker = built_extractor(self.extractor), built_checker(self.checker)
+        preload(extractor)
+        preload(checker)
+        return self.settings.pipeline(extractor, checker, None, Placement.PROCESS)
