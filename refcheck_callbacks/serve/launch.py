@@ -27,9 +27,9 @@ from refcheck_callbacks.errors import ServiceStartError
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application
 
 _RUNNING = "RUNNING"
+_FAILED = ("DEPLOY_FAILED", "UNHEALTHY")
 PROXY_READY_TIMEOUT_ENV = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
 LOCAL_PROXY_READY_TIMEOUT_S = 60.0
-_FAILED = ("DEPLOY_FAILED", "UNHEALTHY")
 
 
 @dataclass
@@ -86,13 +86,14 @@ def start(launch: Launch) -> list[str]:
     # machine that the user did not ask for (an explicit RAY_USAGE_STATS_ENABLED=1 still wins).
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if not ray.is_initialized():
+        local: dict[str, Any] = {}
         if launch.address is None:
             # Serve kills an HTTP proxy that is not up within 5 s, and `serve.start` then fails:
             # on a busy host a proxy's start (a new Python process) takes longer. Our own
             # cluster inherits this; an explicit setting still wins.
             os.environ.setdefault(PROXY_READY_TIMEOUT_ENV, str(LOCAL_PROXY_READY_TIMEOUT_S))
+            local["include_dashboard"] = False
         # "local" starts a cluster of our own even when `ray start` left one on this machine.
-        local: dict[str, Any] = {} if launch.address else {"include_dashboard": False}
         ray.init(address=launch.address or "local", namespace="serve", **local)
     if launch.config is not None:
         names = _deploy_config(launch.config, launch)
