@@ -20,10 +20,11 @@ def _members(protocol: type) -> list[str]:
 
 def implementing(component: T, protocol: type, what: str) -> T:
     """`component`, or `ProtocolError` naming the members of `protocol` it lacks."""
-    missing = [name for name in _members(protocol) if not hasattr(component, name)]
+    members = _members(protocol)
+    missing = [name for name in members if not hasattr(component, name)]
     if missing:
         raise ProtocolError(
             f"the {what} {type(component).__name__} does not implement {protocol.__name__}: "
-            f"it has no {', '.join(missing)}"
+            f"it has no {', '.join(missing)} (a {what} needs {', '.join(members)})"
         )
     return component

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from scripted_checkers import KeywordChecker
 
-from refcheck_callbacks import Placement, RefCheckMonitor
+from refcheck_callbacks import Placement, ProtocolError, RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.engine.pipeline import Pipeline
 from refcheck_callbacks.exporters import names
@@ -46,3 +48,29 @@ def test_a_pipeline_in_a_child_process_says_process_unless_its_checker_is_a_serv
     assert in_child.placement is Placement.PROCESS
     remote = RemoteChecker("http://127.0.0.1:9")
     assert Pipeline(extractor, remote, runs_in=Placement.PROCESS).placement is Placement.SERVICE
+
+
+class NoCheck:
+    """A checker written from the README that forgot `check`."""
+
+    name = "no-check"
+    needs_references = True
+
+
+@pytest.mark.parametrize("placement", ["thread", "process"])
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"checker": NoCheck()}, "the checker NoCheck does not implement Checker: it has no check"),
+        (
+            {"checker": KeywordChecker, "extractor": object()},
+            "the extractor object does not implement Extractor: it has no extract, name",
+        ),
+    ],
+    ids=["checker-without-check", "extractor-of-nothing"],
+)
+def test_an_object_that_lacks_a_member_is_refused_naming_the_member(
+    placement: str, options: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ProtocolError, match=says):
+        RefCheckMonitor(placement=placement, exporters=[], **options)  # type: ignore[arg-type]

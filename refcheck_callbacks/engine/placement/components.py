@@ -47,14 +47,11 @@ def built_extractor(source: Extractor | ComponentSource) -> Extractor:
 def _component(
     source: object, protocol: type, what: str, from_spec: Callable[[str], object]
 ) -> Any:
+    """A spec is built, a factory called; an object that is neither, or what a factory made,
+    must implement the protocol (`ProtocolError` naming the members it lacks)."""
     if isinstance(source, str):
         return from_spec(source)
-    if not is_built(source, protocol):
-        if not callable(source):
-            raise PlacementError(
-                f"the {what} must be a {what}, a spec string or a factory; got "
-                f"{type(source).__name__}"
-            )
+    if callable(source) and not is_built(source, protocol):
         source = source()
     return implementing(source, protocol, what)
 
@@ -113,6 +110,7 @@ class Recipe:
                     f"{type(source).__name__}"
                 )
             if not isinstance(source, str) and not callable(source):
+                implementing(source, protocol, what)  # names the members an object lacks
                 raise PlacementError(f"the {what} must be a spec string or a factory")
             try:
                 pickle.dumps(source)
