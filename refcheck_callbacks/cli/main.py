@@ -32,6 +32,7 @@ from refcheck_callbacks.cli.specs import (
     from_refchecker_name,
 )
 from refcheck_callbacks.engine.aggregate import Aggregator
+from refcheck_callbacks.errors import MissingExtraError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -344,7 +345,10 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    status: int = args.handler(args)
+    try:
+        status: int = args.handler(args)
+    except MissingExtraError as exc:  # a component this command needs is not installed
+        return _fail(str(exc))
     return status
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.engine.protocols import implementing
-from refcheck_callbacks.errors import ComponentSpecError, ProtocolError
+from refcheck_callbacks.errors import ComponentSpecError, MissingExtraError, ProtocolError
 from refcheck_callbacks.extract.base import Extractor
 
 
@@ -158,6 +158,8 @@ def _call(factory: Callable[..., Any], spec: str, **kwargs: str) -> Any:
     """The built component; a constructor that fails (a model that cannot load) is a spec error."""
     try:
         return factory(**kwargs)
+    except MissingExtraError:
+        raise  # its message already says what to install
     except Exception as exc:
         raise ComponentSpecError(f"{spec!r} could not be built: {exc!r}") from exc
 

