@@ -239,6 +239,9 @@ class CheckResult(_Model):
     response_label: ResponseLabel | None = None
     """Strict aggregate of the claims (or abstain); None when the answer was not checked."""
     ratios: Ratios | None = None
+    """The share of each label among the checked claims; None when no claim was checked
+    (`checked` and `partial` have ratios), so a ratio histogram or mean is never fed zeros
+    for answers that were not checked (abstentions, missing references, failures)."""
     error_type: str | None = None
     """What kind of failure an error or timeout outcome is: the name of the exception class
     behind it (`TimeoutError`, a `refcheck_callbacks.errors` class, or the exception a stage
@@ -259,6 +262,7 @@ class CheckResult(_Model):
 
     @property
     def hallucination_ratio(self) -> float | None:
+        """`ratios.hallucination`, or None when no claim was checked (see `ratios`)."""
         return None if self.ratios is None else self.ratios.hallucination
 
     def evidence_text(self, claim_index: int, max_chars: int | None = None) -> str:
