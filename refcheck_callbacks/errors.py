@@ -33,6 +33,11 @@ class LabelSchemeError(RefCheckError, ValueError):
     """A model's class names map to no known NLI or support scheme."""
 
 
+class ModelNotFoundError(RefCheckError, FileNotFoundError):
+    """A model named by a local path (absolute, `./`, `../`, `~`, or under a folder that
+    exists) is not there: said as such, not as the hub's complaint about the name."""
+
+
 class DatasetUnavailableError(RefCheckError, ValueError):
     """A labelled set is unknown, absent, or cannot be used for checking; the message says why."""
 
@@ -133,6 +138,7 @@ __all__ = [
     "LLMCallError",
     "LabelSchemeError",
     "MissingExtraError",
+    "ModelNotFoundError",
     "MonitorUnavailableError",
     "PlacementError",
     "ProtocolError",

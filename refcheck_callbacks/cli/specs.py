@@ -25,7 +25,12 @@ from typing import Any
 
 from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.engine.protocols import implementing
-from refcheck_callbacks.errors import ComponentSpecError, MissingExtraError, ProtocolError
+from refcheck_callbacks.errors import (
+    ComponentSpecError,
+    MissingExtraError,
+    ProtocolError,
+    RefCheckError,
+)
 from refcheck_callbacks.extract.base import Extractor
 
 
@@ -160,6 +165,8 @@ def _call(factory: Callable[..., Any], spec: str, **kwargs: str) -> Any:
         return factory(**kwargs)
     except MissingExtraError:
         raise  # its message already says what to install
+    except RefCheckError as exc:  # written for the user: no need of the class name
+        raise ComponentSpecError(f"{spec!r} could not be built: {exc}") from exc
     except Exception as exc:
         raise ComponentSpecError(f"{spec!r} could not be built: {exc!r}") from exc
 

@@ -36,6 +36,7 @@ from refcheck_callbacks.check.nli.loading import (
     NLIDtype,
     describe,
     load,
+    model_location,
     pick_device,
     pick_dtype,
     reduced,
@@ -139,7 +140,7 @@ class NLIChecker(SyncChecker):
             raise ValueError("top_k_segments must be positive (or None to check every segment)")
         if family is not None:
             named_family(family)  # an unknown name fails before anything is downloaded
-        self.model_name = str(model)
+        self.model_name = model_location(str(model))
         self.device = pick_device(device)
         self.dtype = pick_dtype(dtype, self.device)
         found = describe(self.model_name)
