@@ -22,8 +22,9 @@ import httpx
 import pytest
 import yaml
 from app_processes import RAG_ANSWERS, RemoteApp
+from required import import_or_skip
 
-pytest.importorskip("ray", reason="the serve extra is not installed")
+import_or_skip("ray", "the serve extra is not installed")
 
 pytestmark = pytest.mark.slow
 

@@ -20,9 +20,10 @@ from typing import Any
 import httpx
 import pytest
 from app_processes import RAG_ANSWERS, RemoteApp
+from required import import_or_skip
 from tiny_nli import save_model
 
-ray = pytest.importorskip("ray", reason="the serve extra is not installed")
+ray = import_or_skip("ray", "the serve extra is not installed")
 from ray import serve  # noqa: E402
 
 from refcheck_callbacks import RefCheckMonitor  # noqa: E402
