@@ -251,6 +251,7 @@ def test_a_two_label_support_model_reads_supported_as_entailment(tmp_path: Path)
     directory = save_model(tmp_path / "support", "bert", {0: "unsupported", 1: "supported"})
     checker = NLIChecker(directory, max_length=128)
     verdicts = checker.check_batch(items_for(CLAIMS, REFERENCES))
+    assert len(verdicts) == len(CLAIMS)
     assert {v.label for v in verdicts} <= {E, N}
     for verdict in verdicts:
         assert verdict.probabilities is not None
@@ -278,7 +279,7 @@ def test_bfloat16_runs_when_asked(model_dirs: dict[str, Path]) -> None:
     assert next(checker.model.parameters()).dtype == torch.bfloat16
     assert checker.model.config._attn_implementation == "eager"  # faster than sdpa in CPU bf16
     verdicts = checker.check_batch(items_for(CLAIMS[:2], REFERENCES))
-    assert all(v.label is not None for v in verdicts)
+    assert len(verdicts) == 2 and all(v.label is not None for v in verdicts)
 
 
 def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str, Path]) -> None:
