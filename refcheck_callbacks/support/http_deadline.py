@@ -29,7 +29,7 @@ class DeadlineFetch:
         self._connections: list[socket.socket] = []
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
-        self._opener = urllib.request.build_opener(_HTTPHandler(self), _HTTPSHandler(self))
+        self._opener = urllib.request.build_opener(_WatchedHandler(self))
 
     def __enter__(self) -> DeadlineFetch:
         self._timer.start()
@@ -87,19 +87,15 @@ class _WatchedHTTPSConnection(_WatchedHTTPConnection, http.client.HTTPSConnectio
     """`connect` runs HTTPS's (TCP, proxy tunnel, TLS), then watches the socket."""
 
 
-class _HTTPHandler(urllib.request.HTTPHandler):
+class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """Opens http and https URLs on watched connections (it replaces both default handlers)."""
+
     def __init__(self, fetch: DeadlineFetch) -> None:
         super().__init__()
         self._fetch = fetch
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(functools.partial(_WatchedHTTPConnection, fetch=self._fetch), req)
-
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, fetch: DeadlineFetch) -> None:
-        super().__init__()
-        self._fetch = fetch
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(functools.partial(_WatchedHTTPSConnection, fetch=self._fetch), req)
