@@ -27,6 +27,20 @@ STOPWORDS = frozenset(
     few more most other some own same too very just only""".split()
 )
 
+AUXILIARIES = frozenset(
+    """is are was were be been being am 's 're has have had having do does did will would can
+    could should shall may might must""".split()
+)
+"""Auxiliary and copular verbs: a phrase with none of these (or another finite verb) states
+no relation of its own ("Delhi", "Arthur's Magazine")."""
+IRREGULAR_PAST = frozenset(
+    """became began bought brought built came caught chose drew drove fell felt fought flew
+    forgot found gave got grew held hid kept knew laid led left lent lost made meant met paid
+    put ran rang rose said sang sat saw sent set shot showed sold spent split spoke stood stole
+    struck swam took taught told thought threw understood won wore wrote""".split()
+)
+"""Past forms that end in no `-ed`: where a sentence's subject ends ("Curie won ...")."""
+
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens."""

@@ -42,10 +42,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from refcheck_callbacks.check.conflict.kinds import of_mention
 from refcheck_callbacks.text.agreement import names_agree, values_agree
 from refcheck_callbacks.text.lexical import STOPWORDS, has_negation
 from refcheck_callbacks.text.mentions import Mention, Token, mentions, tokenize
 from refcheck_callbacks.text.spans import sentence_spans
+from refcheck_callbacks.types import ConflictKind
 
 CONTEXT_WORDS = 4
 """Content words on each side of a mention that say what it is about."""
@@ -190,7 +192,7 @@ def parse_references(texts: Sequence[str]) -> ParsedReferences:
 class Conflict:
     """A claim's figure, date or name against the one the matching reference sentence states."""
 
-    kind: str
+    kind: ConflictKind
     claim_text: str
     reference_text: str
     reference_index: int
@@ -414,7 +416,7 @@ def _words(tokens: Sequence[Token], mention: Mention, text: str | None = None) -
 def _conflict(candidate: Candidate, claim_tokens: Sequence[Token], claim_text: str) -> Conflict:
     sentence = candidate.sentence
     return Conflict(
-        candidate.mention.kind,
+        of_mention(candidate.mention.kind),
         _words(claim_tokens, candidate.mention, claim_text),
         _words(sentence.tokens, candidate.other),
         sentence.reference_index,
