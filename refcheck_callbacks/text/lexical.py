@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
 NUMBER_PATTERN = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\d])")
-_NEGATION = frozenset(
+NEGATIONS = frozenset(
     "not no never none nobody nothing neither nor without cannot can't won't isn't aren't "
     "wasn't weren't doesn't don't didn't hasn't haven't hadn't shouldn't wouldn't couldn't "
     "n't".split()
@@ -49,7 +49,7 @@ def tokens(text: str) -> list[str]:
 
 def content_tokens(text: str) -> list[str]:
     """Tokens that carry meaning: no stopwords, no negations."""
-    return [t for t in tokens(text) if t not in STOPWORDS and t not in _NEGATION]
+    return [t for t in tokens(text) if t not in STOPWORDS and t not in NEGATIONS]
 
 
 def numbers(text: str) -> set[str]:
@@ -64,7 +64,7 @@ def numbers(text: str) -> set[str]:
 
 
 def has_negation(text: str) -> bool:
-    return any(t in _NEGATION or t.endswith("n't") for t in tokens(text))
+    return any(t in NEGATIONS or t.endswith("n't") for t in tokens(text))
 
 
 def ngrams(items: list[str], n: int) -> set[tuple[str, ...]]:

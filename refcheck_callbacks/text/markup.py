@@ -30,7 +30,6 @@ _CITATIONS = re.compile(
 )
 _SUPERSCRIPTS = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 _LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\(([^()\s]{0,2000})\)")
-_REFERENCE_LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\[[^\[\]\n]{0,40}\]")
 _EMPHASIS = re.compile(r"\*{1,3}|_{1,3}|~~")
 _INLINE_CODE = re.compile(r"`+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]{0,10}(?:\s[^<>\n]{0,200})?/?>")
@@ -122,9 +121,6 @@ def _line(blanker: _Blanker, start: int, end: int) -> None:
     for match in _CITATIONS.finditer(text, start, end):
         blanker.blank(*match.span())
     for match in _LINK.finditer(text, start, end):
-        blanker.blank(match.start(), match.start(1))
-        blanker.blank(match.end(1), match.end())
-    for match in _REFERENCE_LINK.finditer(text, start, end):
         blanker.blank(match.start(), match.start(1))
         blanker.blank(match.end(1), match.end())
     for match in _HTML_TAG.finditer(text, start, end):

@@ -14,6 +14,7 @@ subject would be worse than the pronoun. Linear in the text.
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from refcheck_callbacks.text.lexical import AUXILIARIES, IRREGULAR_PAST, STOPWORDS
 
@@ -32,8 +33,12 @@ _MAX_LEADING_WORDS = 8
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*|[,;:]")
 
 
+_READ_WORDS = 16
+"""Words read from a sentence's start: a subject and its verb, or a pronoun and what follows."""
+
+
 def _words(text: str) -> list[re.Match[str]]:
-    return list(_WORD.finditer(text))
+    return list(islice(_WORD.finditer(text), _READ_WORDS))
 
 
 def _is_verb(words: list[re.Match[str]], index: int) -> bool:
