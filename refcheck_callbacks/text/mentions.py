@@ -201,11 +201,14 @@ class _Reader:
         return index + 1
 
     def _uniquely_described(self, index: int) -> bool:
-        """`Saturn is the largest planet`: a sentence's first word is the subject of a
-        description only one thing fits, so a name (`Scientists say` is no name)."""
+        """`Saturn is the largest planet`, `Delhi is the capital of India`: a sentence's first
+        word is the subject of a description only one thing fits, so a name (`Scientists say`
+        is no name)."""
         if self.word(index + 1) not in ("is", "was") or self.word(index + 2) != "the":
             return False
         described = self.word(index + 3)
+        if self.word(index + 4) == "of" and self.tokens[index + 3].text.islower():
+            return True  # the capital of, the author of: a role one thing holds
         return described in UNIQUE_WORDS or (
             described.endswith("est") and len(described) > 5 and described not in _NOT_SUPERLATIVE
         )
@@ -240,7 +243,12 @@ class _Reader:
             return index + 1
         value, tolerance = parsed
         month = self.word(index + 1)
-        if month in MONTHS and self._day_at(index) and not self._glued(index + 1):
+        if (
+            month in MONTHS
+            and self.tokens[index + 1].text[0].isupper()
+            and self._day_at(index)
+            and not self._glued(index + 1)
+        ):
             return self._day(index + 1, index, MONTHS[month])
         suffix = self.word(index + 1) if self._glued(index + 1) else ""
         if suffix in ORDINAL_SUFFIXES:

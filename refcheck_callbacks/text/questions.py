@@ -32,7 +32,6 @@ _PREPOSITIONS = frozenset("in on at by from since during before after around abo
 _YES = frozenset({"yes", "yeah", "yep", "correct", "true"})
 _NO = frozenset({"no", "nope", "false", "incorrect"})
 _WORD = re.compile(r"\S+")
-_PARTICIPLE = re.compile(r"(?:ed|en|wn|lt|ng)$")
 
 
 def is_short_answer(answer: str, question: str | None) -> bool:
@@ -50,7 +49,7 @@ def is_short_answer(answer: str, question: str | None) -> bool:
         return False
     asked = {w.strip("?,.\"'").lower() for w in _WORD.findall(question)} - STOPWORDS - _WH
     shared = asked & set(words)
-    return not asked or 2 * len(shared) < len(asked)
+    return not asked or 2 * len(shared) <= len(asked)
 
 
 def claim_from_question(question: str, answer: str) -> str:
@@ -91,18 +90,21 @@ def _wh_phrase_end(lowered: list[str], wh: int) -> int:
         end += 1  # how many, how tall
         if lowered[end - 1] in ("many", "much") and end < len(lowered):
             end += 1 if lowered[end] not in AUXILIARIES else 0
-    elif lowered[wh] in _TAKES_NOUN:
+    elif lowered[wh] in _TAKES_NOUN and end < len(lowered) and lowered[end] not in AUXILIARIES:
+        end += 1  # which company, what nationality
         while end < len(lowered) and end - wh <= 3 and not _verb_or_stopword(lowered[end]):
             end += 1
     return end
 
 
 def _verb_or_stopword(word: str) -> bool:
+    """Where a question's noun phrase ends: `which company | makes`, `which planet | is`."""
     return (
         word in AUXILIARIES
         or word in IRREGULAR_PAST
         or word in STOPWORDS
         or (word.endswith("ed") and len(word) > 4)
+        or (word.endswith("s") and not word.endswith("ss"))
     )
 
 
@@ -144,11 +146,11 @@ def _fronted(words: list[str], answer: str) -> str:
         return _join(*(rest[1:] if aux in AUXILIARIES else rest), "because", answer)
     if aux in _DO:
         return _join(*rest[1:], answer)
-    if aux in AUXILIARIES and noun and rest[1:] and not _PARTICIPLE.search(rest[1].lower()):
-        # what nationality was X's wife -> X's wife was A; what city is X in -> X is in A
-        if rest[-1].lower() in _PREPOSITIONS:
+    if aux in AUXILIARIES and noun and rest[1:]:
+        if rest[-1].lower() in _PREPOSITIONS:  # what city is X in -> X is in A
             return _join(*rest[1:-1], rest[0], rest[-1], answer)
-        return _join(*rest[1:], rest[0], answer)
+        if rest[1][:1].isupper():  # what nationality was X's wife -> X's wife was A
+            return _join(*rest[1:], rest[0], answer)
     return _join(answer, *rest)
 
 

@@ -34,6 +34,13 @@ def _agree(a: Mention, b: Mention) -> bool:
     return names_agree(a, b) if a.kind == b.kind == "name" else values_agree(a, b) is True
 
 
+def _differ(a: Mention, b: Mention) -> bool:
+    """Comparable and different: two names, or figures of one unit and sort."""
+    if a.kind != b.kind:
+        return False
+    return not names_agree(a, b) if a.kind == "name" else values_agree(a, b) is False
+
+
 def classify(claim: str, evidence: str) -> ConflictKind:
     """What `evidence`, said to contradict `claim`, states differently (module docstring)."""
     claim_mentions = mentions(tokenize(claim))
@@ -41,7 +48,7 @@ def classify(claim: str, evidence: str) -> ConflictKind:
     for mention in claim_mentions:
         if any(_agree(mention, other) for other in evidence_mentions):
             continue
-        if any(other.kind == mention.kind for other in evidence_mentions):
+        if any(_differ(mention, other) for other in evidence_mentions):
             return of_mention(mention.kind)
     if has_negation(claim) != has_negation(evidence):
         return ConflictKind.NEGATION

@@ -23,7 +23,9 @@ def conflict_finder(source: ConflictSource) -> ConflictFinder | None:
         return None
     if isinstance(source, str):
         return _from_spec(source.strip())
-    built = source if isinstance(source, ConflictFinder) else source()
+    if not isinstance(source, type) and isinstance(source, ConflictFinder):
+        return source
+    built = source() if callable(source) else source
     if not isinstance(built, ConflictFinder):
         raise ComponentSpecError(
             f"a conflict finder needs a `name` and `async find(items)`; got {type(built).__name__}"
