@@ -32,7 +32,12 @@ _SUPERSCRIPTS = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 _LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\(([^()\s]{0,2000})\)")
 _EMPHASIS = re.compile(r"\*{1,3}|_{1,3}|~~")
 _INLINE_CODE = re.compile(r"`+")
-_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]{0,10}(?:\s[^<>\n]{0,200})?/?>")
+_HTML_TAG = re.compile(
+    r"</?(?:a|b|i|u|s|em|strong|br|p|span|div|sup|sub|code|pre|ul|ol|li|h[1-6]|table|tr|td|th"
+    r"|small|mark|del|ins|blockquote|hr|img)(?:\s[^<>\n]{0,200})?/?>",
+    re.IGNORECASE,
+)
+"""Formatting tags only: `<city>`, `<PERSON>` are a redaction's placeholders, words."""
 _FENCE = re.compile(r"[ \t]{0,3}(?:```|~~~)")
 _HEADING = re.compile(r"[ \t]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:=+|-{3,}|\*{3,}|_{3,})[ \t]*$)")
 _BULLET = re.compile(r"[ \t]{0,12}(?:[-*+•]|\d{1,3}[.)])[ \t]+|[ \t]{0,3}>[ \t]?")

@@ -30,7 +30,9 @@ def test_citation_markers_leave_the_claim_and_its_span_stays(monitor: RefCheckMo
 
 
 def test_a_marker_glued_to_the_full_stop_still_ends_the_sentence(monitor: RefCheckMonitor) -> None:
-    result = monitor.check(answer="It was finished in 1889.[1] It stands in Paris.", references=[TOWER])
+    result = monitor.check(
+        answer="It was finished in 1889.[1] It stands in Paris.", references=[TOWER]
+    )
     assert [claim.text for claim in result.claims] == [
         "It was finished in 1889.",
         "It stands in Paris.",
@@ -50,7 +52,10 @@ def test_markdown_is_read_as_the_text_it_formats(monitor: RefCheckMonitor) -> No
         "The Eiffel Tower stands in Paris.",
     ]
     span = result.claims[0].span
-    assert span is not None and answer[span.start : span.end] == "The Eiffel Tower** was finished in *1889*."
+    assert (
+        span is not None
+        and answer[span.start : span.end] == "The Eiffel Tower** was finished in *1889*."
+    )
     assert all(v.label is Label.ENTAILMENT for v in result.verdicts)
 
 

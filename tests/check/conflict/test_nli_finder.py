@@ -79,9 +79,7 @@ def test_minicheck_gives_a_contradiction_citing_the_conflicting_span(
 
 def test_minicheck_without_a_stated_conflict_stays_neutral(minicheck: Path) -> None:
     with RefCheckMonitor(checker=NLIChecker(minicheck), exporters=[]) as monitor:
-        [verdict] = monitor.check(
-            answer="The tower has 1,665 steps.", references=[TOWER]
-        ).verdicts
+        [verdict] = monitor.check(answer="The tower has 1,665 steps.", references=[TOWER]).verdicts
     assert (verdict.label, verdict.conflict) == (Label.NEUTRAL, None)
 
 

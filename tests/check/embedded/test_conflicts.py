@@ -41,7 +41,9 @@ def test_the_readme_example_is_a_conflict_on_the_figure_in_its_sentence() -> Non
         ("The tower stands on the Champ de Mars in Lyon, France.", ENTITY),
     ],
 )
-def test_a_differing_fact_about_the_same_thing_is_a_conflict(claim: str, kind: ConflictKind) -> None:
+def test_a_differing_fact_about_the_same_thing_is_a_conflict(
+    claim: str, kind: ConflictKind
+) -> None:
     conflict = find_conflict(claim, parse_references(["Painting takes 60 tonnes.", EIFFEL]))
     assert conflict is not None and conflict.kind == kind
     assert conflict.reference_index == 1
