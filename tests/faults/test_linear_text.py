@@ -118,7 +118,7 @@ CASES: list[tuple[str, Callable[[str], Any], int, list[str]]] = [
             "~~",
             "\n",
         ],
-    ),  # fmt: skip
+    ),
     (
         "short_answers",
         lambda t: (is_short_answer("Delhi", t), claim_from_question(t, "Delhi")),
