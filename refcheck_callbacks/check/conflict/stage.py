@@ -39,10 +39,15 @@ async def settle(
     """The verdicts with Contradiction meaning a conflicting statement was found.
 
     `screened`: the checker ran `finder` on every claim itself (the embedded checker and its
-    stated-fact step), so its Neutral verdicts have been looked at already.
+    stated-fact step), so its Neutral verdicts have been looked at already. A claim checked
+    without references (a correctness judge's) keeps its label: there is no statement to cite.
     """
     settled = list(verdicts)
-    pending = [i for i, verdict in enumerate(verdicts) if needs_finder(verdict, screened)]
+    pending = [
+        i
+        for i, verdict in enumerate(verdicts)
+        if items[i].references and needs_finder(verdict, screened)
+    ]
     if not pending:
         return settled
     found = await finder.find([items[i] for i in pending])
