@@ -458,19 +458,20 @@ def find_conflict(claim: str, references: ParsedReferences) -> Conflict | None:
 def _denial(parsed: _Claim, references: ParsedReferences) -> Conflict | None:
     """A reference sentence saying what a claim sentence says, negated on one side only: it
     holds every content word of the claim sentence (`NEGATED_WORDS` or more) and at most as
-    many again."""
+    many again, and a negation stands among those words on one side ("No, New York is ..."
+    answers a question: its `No` negates nothing the sentence states)."""
     for start, end in parsed.spans:
         tokens = [t for t in parsed.tokens if start <= t.start < end]
         words = {w for w in _content(tokens) if w not in NEGATIONS and not w.endswith("n't")}
         if len(words) < NEGATED_WORDS:
             continue
-        negated = has_negation(parsed.text[start:end])
+        negated = _negated_among(tokens, words)
         for _, index in references.ranked(words)[:1]:
             sentence = references.sentences[index]
             if (
-                sentence.negated != negated
-                and words <= sentence.content
+                words <= sentence.content
                 and len(sentence.content) <= 2 * len(words)
+                and _negated_among(sentence.tokens, words) != negated
             ):
                 return Conflict(
                     ConflictKind.NEGATION,
@@ -481,6 +482,16 @@ def _denial(parsed: _Claim, references: ParsedReferences) -> Conflict | None:
                     sentence.end,
                 )
     return None
+
+
+def _negated_among(tokens: Sequence[Token], words: AbstractSet[str]) -> bool:
+    """Whether a negation stands between the first and the last of `words` in `tokens`."""
+    places = [i for i, t in enumerate(tokens) if words.intersection(_content([t]))]
+    if not places:
+        return False
+    return any(
+        t.lower in NEGATIONS or t.lower.endswith("n't") for t in tokens[places[0] : places[-1]]
+    )
 
 
 def _words(tokens: Sequence[Token], mention: Mention, text: str | None = None) -> str:
