@@ -486,7 +486,7 @@ def _denial(parsed: _Claim, references: ParsedReferences) -> Conflict | None:
 
 def _negated_among(tokens: Sequence[Token], words: AbstractSet[str]) -> bool:
     """Whether a negation stands between the first and the last of `words` in `tokens`."""
-    places = [i for i, t in enumerate(tokens) if words.intersection(_content([t]))]
+    places = [i for i, t in enumerate(tokens) if any(w in words for w in _content([t]))]
     if not places:
         return False
     return any(
