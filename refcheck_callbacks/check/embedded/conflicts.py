@@ -120,12 +120,11 @@ def _negated_near(tokens: Sequence[Token], mention: Mention) -> bool:
 
 
 class _Sentence:
-    """A reference sentence: its words for matching; its tokens and mentions, read only when
+    """A reference sentence: its tokens and words for matching; its mentions, read only when
     it matches some claim (most sentences of a long page never do)."""
 
     __slots__ = (
         "_mentions",
-        "_tokens",
         "content",
         "end",
         "lower_case",
@@ -133,6 +132,7 @@ class _Sentence:
         "reference_index",
         "start",
         "text",
+        "tokens",
     )
 
     def __init__(self, reference_index: int, start: int, end: int, text: str) -> None:
@@ -142,14 +142,8 @@ class _Sentence:
         self.lower_case: AbstractSet[str] = _lower_case(tokens)
         """Set to every reference's lower-case words once all are read."""
         self.negated = has_negation(text)
-        self._tokens: list[Token] | None = None
+        self.tokens = tokens
         self._mentions: list[Mention] | None = None
-
-    @property
-    def tokens(self) -> list[Token]:
-        if self._tokens is None:
-            self._tokens = tokenize(self.text)
-        return self._tokens
 
     @property
     def mentions(self) -> list[Mention]:
