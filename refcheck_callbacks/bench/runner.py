@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from refcheck_callbacks import __version__
 from refcheck_callbacks.bench import metrics
+from refcheck_callbacks.bench.contradictions import ContradictionScores, contradiction_scores
 from refcheck_callbacks.bench.data_dir import data_dir
 from refcheck_callbacks.bench.datasets import (
     DATASET_NAMES,
@@ -36,6 +37,7 @@ from refcheck_callbacks.bench.planted_edits import ANY_PREFIX as PLANTED_ANY_PRE
 from refcheck_callbacks.bench.planted_edits import PREFIX as PLANTED_PREFIX
 from refcheck_callbacks.bench.planted_edits import planted_examples
 from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.check.conflict.specs import DEFAULT_CONFLICT, ConflictSource
 from refcheck_callbacks.cli.progress import Progress
 from refcheck_callbacks.engine.pipeline import Pipeline, StageTimeouts
 from refcheck_callbacks.extract.sentences import SentenceExtractor
@@ -87,6 +89,7 @@ class CheckerScores(BaseModel):
     three_way: ThreeWayScores | None = None
     binary: BinaryScores | None = None
     response_level: ResponseScores | None = None
+    contradiction: ContradictionScores | None = None
 
 
 class DatasetResult(BaseModel):
@@ -114,6 +117,8 @@ class BenchOptions:
     batch_size: int = 64
     progress: bool = True
     seed: int = 0
+    conflict: ConflictSource = DEFAULT_CONFLICT
+    """The conflict stage the checkers' verdicts go through (`check.conflict.specs`)."""
 
 
 @dataclass
@@ -159,14 +164,20 @@ def gold_supported(example: LabelledExample) -> bool | None:
 
 
 async def check_examples(
-    checker: Checker, examples: Sequence[LabelledExample], batch_size: int, progress: Progress
+    checker: Checker,
+    examples: Sequence[LabelledExample],
+    batch_size: int,
+    progress: Progress,
+    conflict: ConflictSource = DEFAULT_CONFLICT,
 ) -> list[Verdict | None]:
     """One verdict per example (None where the checker failed), in order.
 
     Examples of a batch that share their references become one request with several claims,
     as the claims of one answer would: a checker then reads each document once.
     """
-    pipeline = Pipeline(SentenceExtractor(), checker, timeouts=StageTimeouts(check=3600.0))
+    pipeline = Pipeline(
+        SentenceExtractor(), checker, timeouts=StageTimeouts(check=3600.0), conflict=conflict
+    )
     verdicts: list[Verdict | None] = []
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
@@ -274,6 +285,7 @@ def score(
         three_way=_three_way(pairs),
         binary=_binary(pairs),
         response_level=_response_level(pairs),
+        contradiction=contradiction_scores(pairs, [gold_supported(e) for e, _ in pairs]),
     )
 
 
@@ -347,7 +359,9 @@ async def _score_all(
         for spec, checker in checkers.items():
             progress = Progress(len(examples), f"{name} / {spec}", enabled=options.progress)
             started = time.perf_counter()
-            verdicts = await check_examples(checker, examples, options.batch_size, progress)
+            verdicts = await check_examples(
+                checker, examples, options.batch_size, progress, options.conflict
+            )
             progress.close()
             scored.append(score(spec, examples, verdicts, time.perf_counter() - started))
             for row in prediction_rows(spec, examples, verdicts):

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
+from refcheck_callbacks.check.conflict.specs import conflict_finder
 from refcheck_callbacks.cli import alert_rules, fit_cascade
 from refcheck_callbacks.cli.data import add_data_command
 from refcheck_callbacks.cli.refchecker_format import Mode
@@ -211,6 +212,12 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--checker-api-base", "--checker_api_base", dest="checker_api_base", metavar="URL",
         help="the OpenAI-compatible endpoint (e.g. vLLM) of llm:MODEL checkers and stages",
     )  # fmt: skip
+    parser.add_argument(
+        "--conflict", default="embedded", metavar="SPEC",
+        help="the conflict stage every checker's verdicts go through (a Contradiction needs a "
+        "conflicting statement): embedded (default, offline), nli:MODEL (a 3-way NLI model), "
+        "none (the checkers' own labels)",
+    )  # fmt: skip
     fit_cascade.add_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -312,6 +319,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         output_dir=args.output_dir,
         batch_size=args.batch_size,
         progress=not args.no_progress,
+        conflict=args.conflict,
     )
     if args.fit_cascade:
         return fit_cascade.run(args, options, _fail)
@@ -320,6 +328,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     specs = args.checker or ["embedded"]
     try:
         checkers = {spec: build_checker(spec, args.checker_api_base) for spec in specs}
+        options.conflict = conflict_finder(args.conflict)
     except ComponentSpecError as exc:
         return _fail(str(exc))
     try:

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.check.conflict.specs import DEFAULT_CONFLICT, ConflictSource
 from refcheck_callbacks.engine import signals
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.delivery import Delivery, ResultHook
@@ -125,6 +126,11 @@ class RefCheckMonitor:
         timeouts: per-stage deadlines; limits: input size bounds.
         exit_timeout: at interpreter exit, seconds to finish queued work in total; what is
             left then is counted as dropped (`exit`).
+        conflict: the conflict stage every checker's verdicts go through, so that a
+            Contradiction always names a conflicting reference statement and its kind, and a
+            claim that is only unsupported is Neutral (`check.conflict`): "embedded" (default,
+            offline), "nli:MODEL" (a 3-way NLI model, for a GPU), a finder, or None to keep
+            the checker's labels as they are.
     """
 
     def __init__(
@@ -145,6 +151,7 @@ class RefCheckMonitor:
         limits: InputLimits | None = None,
         exit_timeout: float = 5.0,
         placement: Placement | str = Placement.THREAD,
+        conflict: ConflictSource = DEFAULT_CONFLICT,
     ) -> None:
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
@@ -153,7 +160,9 @@ class RefCheckMonitor:
             placement,
             extractor,
             checker,
-            Settings(self.aggregator, timeouts or StageTimeouts(), self.limits.max_claims),
+            Settings(
+                self.aggregator, timeouts or StageTimeouts(), self.limits.max_claims, conflict
+            ),
             redact,
         )
         """Where batches run: `runner.placement`; for a process, also `pid` and `restarts`."""

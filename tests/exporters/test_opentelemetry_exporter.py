@@ -25,6 +25,7 @@ from refcheck_callbacks import (
     CheckRequest,
     CheckResult,
     Claim,
+    ConflictKind,
     Evidence,
     Label,
     Outcome,
@@ -96,6 +97,7 @@ def _checked(**fields: Any) -> CheckResult:
                 evidence=[Evidence(reference_index=1, span=CharSpan(start=0, end=40))],
                 hallucination_type="entity",
                 suggestion="France has 68 million people.",
+                conflict=ConflictKind.VALUE,
             ),
         ],
         response_label=ResponseLabel.CONTRADICTION,
@@ -214,6 +216,8 @@ def test_checked_answer_has_one_event_per_claim_and_one_per_response(telemetry: 
     assert second[names.CLAIM_EVIDENCE_INDICES] == (1,)
     assert names.CLAIM_EVIDENCE_DOC_IDS not in second  # that reference has no id
     assert second[names.CLAIM_HALLUCINATION_TYPE] == "entity"
+    assert second[names.CLAIM_CONFLICT] == "value"
+    assert names.CLAIM_CONFLICT not in first  # no conflict: an entailed claim
 
     [response] = _events(telemetry, span, names.RESPONSE_EVALUATION)
     assert response[names.GEN_AI_EVALUATION_SCORE_LABEL] == "contradiction"

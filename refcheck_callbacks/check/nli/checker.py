@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from refcheck_callbacks.check.base import SyncChecker
+from refcheck_callbacks.check.merge import SegmentScore
 from refcheck_callbacks.check.nli import aggregation
 from refcheck_callbacks.check.nli.encoding import Encoded, Pair, PairEncoder
 from refcheck_callbacks.check.nli.labels import LabelScheme
@@ -72,6 +73,20 @@ class NLICounts:
     """Batches halved after the device ran out of memory."""
     pairs_rechecked: int = 0
     """Scored pairs re-scored in fp32 (`recheck_in_fp32`): calibration, near-ties, audits."""
+
+
+@dataclass(frozen=True)
+class _ScoredClaim:
+    units: list[str]
+    segments: list[Segment]
+    fits: bool
+    """Every unit leaves the model room for a segment."""
+
+
+@dataclass(frozen=True)
+class _Scored:
+    claims: list[_ScoredClaim]
+    rows: Mapping[Pair, Row]
 
 
 class NLIChecker(SyncChecker):
@@ -203,36 +218,57 @@ class NLIChecker(SyncChecker):
 
     def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
         with self._lock:
-            spans = self._reference_spans({r.text for item in items for r in item.references})
-            segments = [
-                [
-                    Segment(index, start, end, reference.text[start:end])
-                    for index, reference in enumerate(item.references)
-                    for start, end in spans[reference.text]
-                ]
-                for item in items
+            scored = self._scored(items)
+        return [
+            self._verdict(item, claim.units, claim.segments, scored.rows)
+            if claim.fits
+            else self._too_long(item, claim.units)
+            for item, claim in zip(items, scored.claims, strict=True)
+        ]
+
+    def segment_scores(self, items: Sequence[CheckItem]) -> list[list[SegmentScore] | None]:
+        """Each claim's probabilities on each of its segments (None for a claim too long for
+        the model), unmerged: what a conflict finder reads."""
+        with self._lock:
+            scored = self._scored(items)
+        return [
+            [
+                SegmentScore(segment, self.scheme.probabilities(scored.rows[(unit, segment.text)]))
+                for unit in claim.units
+                for segment in claim.segments
             ]
-            if self.top_k_segments is not None:
-                segments = closest_segments(self.encoder, items, segments, self.top_k_segments)
-            units = [self._units(item.claim.text) for item in items]
-            unit_tokens = self._token_counts([unit for item_units in units for unit in item_units])
-            fits = [all(unit_tokens[u] <= self._claim_limit for u in us) for us in units]
-            pairs = [
-                (unit, segment.text)
-                for item_units, item_segments, ok in zip(units, segments, fits, strict=True)
-                if ok
-                for unit in item_units
-                for segment in item_segments
+            if claim.fits
+            else None
+            for claim in scored.claims
+        ]
+
+    def _scored(self, items: Sequence[CheckItem]) -> _Scored:
+        """Segments, scored units and the model's rows for a batch (under the lock)."""
+        spans = self._reference_spans({r.text for item in items for r in item.references})
+        segments = [
+            [
+                Segment(index, start, end, reference.text[start:end])
+                for index, reference in enumerate(item.references)
+                for start, end in spans[reference.text]
             ]
-            rows = self._rows(pairs)
-            return [
-                self._verdict(item, item_units, item_segments, rows)
-                if ok
-                else self._too_long(item, item_units)
-                for item, item_units, item_segments, ok in zip(
-                    items, units, segments, fits, strict=True
-                )
-            ]
+            for item in items
+        ]
+        if self.top_k_segments is not None:
+            segments = closest_segments(self.encoder, items, segments, self.top_k_segments)
+        units = [self._units(item.claim.text) for item in items]
+        unit_tokens = self._token_counts([unit for item_units in units for unit in item_units])
+        claims = [
+            _ScoredClaim(us, ss, all(unit_tokens[u] <= self._claim_limit for u in us))
+            for us, ss in zip(units, segments, strict=True)
+        ]
+        pairs = [
+            (unit, segment.text)
+            for claim in claims
+            if claim.fits
+            for unit in claim.units
+            for segment in claim.segments
+        ]
+        return _Scored(claims, self._rows(pairs))
 
     def classify_pairs(
         self, premises: Sequence[str], hypotheses: Sequence[str]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refcheck_callbacks.check.base import Checker, preload
+from refcheck_callbacks.check.conflict.specs import DEFAULT_CONFLICT, ConflictSource
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.engine.protocols import implementing
@@ -63,6 +64,8 @@ class Settings:
     aggregator: Aggregator
     timeouts: StageTimeouts
     max_claims: int | None
+    conflict: ConflictSource = DEFAULT_CONFLICT
+    """The conflict stage: a spec, a finder or a factory (`check.conflict.specs`)."""
 
     def pipeline(
         self,
@@ -79,6 +82,7 @@ class Settings:
             self.timeouts,
             runs_in=runs_in,
             max_claims=self.max_claims,
+            conflict=self.conflict,
         )
 
 
@@ -120,6 +124,13 @@ class Recipe:
                     f"it cannot be pickled ({exc}): use a class or a module-level function, or "
                     "a spec string"
                 ) from exc
+        try:
+            pickle.dumps(settings.conflict)
+        except Exception as exc:
+            raise PlacementError(
+                f"placement='process' sends the conflict stage to the child process, and it "
+                f"cannot be pickled ({exc}): pass a spec such as 'nli:MODEL'"
+            ) from exc
         return cls(extractor, checker, settings)  # type: ignore[arg-type]
 
     def pipeline(self) -> Pipeline:
