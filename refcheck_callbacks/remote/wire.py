@@ -6,14 +6,21 @@ send them too. One call carries a whole engine batch. A check call sends each re
 references once, however many of its claims are in the batch, and the service rebuilds the
 `CheckItem`s from it. What the app keeps to itself never goes out: request and reference
 `metadata`, trace context, and (for extraction) the references.
+
+What arrives as JSON is checked beyond its types, on both ends: every number is finite (JSON
+from elsewhere may say `NaN` or `1e999`; ours writes a non-finite float as null), a claim's
+index is one a checker can hold, and a reply's evidence and claim spans point into the call
+that asked for them (`WireCall.misfit`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from enum import Enum
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from refcheck_callbacks.extract.base import Extraction
 from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, Reference, Verdict
@@ -30,14 +37,52 @@ TOKEN_ENV: Final = "REFCHECK_SERVE_TOKEN"
 """The bearer token, for `refcheck serve` and for `RemoteChecker` / `RemoteExtractor`."""
 DEFAULT_MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
 """The largest request body the service accepts, and the client sends, unless configured."""
+DEFAULT_MAX_REPLY_BYTES: Final = 64 * 1024 * 1024
+"""The largest reply body the client reads, unless configured."""
 MAX_CLIENT_ID_CHARS: Final = 64
+MAX_CLAIM_INDEX: Final = 2**31 - 1
+"""A claim's index in its answer fits a 32-bit integer, the index any checker may keep it in."""
 
 
 class _WireModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class WireCall(_WireModel):
+def _non_finite(value: object, where: str) -> str | None:
+    """Where the first NaN or infinity in `value` sits (a dotted path), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value}"
+    if isinstance(value, BaseModel):
+        items: Sequence[tuple[object, object]] = list(value.__dict__.items())
+    elif isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))
+    else:
+        return None
+    for key, item in items:
+        name = key.value if isinstance(key, Enum) else key
+        found = _non_finite(item, f"{where}.{name}" if where else str(name))
+        if found is not None:
+            return found
+    return None
+
+
+class _Message(_WireModel):
+    """A call or reply: its JSON form holds finite numbers only."""
+
+    @model_validator(mode="after")
+    def _finite_numbers(self, info: ValidationInfo) -> _Message:
+        # Only what arrives as JSON: a float the app built in-process (a retriever's NaN score)
+        # is sent as null, never refused here.
+        if info.mode == "json":
+            found = _non_finite(self, "")
+            if found is not None:
+                raise ValueError(f"{found}; numbers must be finite")
+        return self
+
+
+class WireCall(_Message):
     """A call to a component: many inputs, split in halves when it is too large to send."""
 
     client: str = Field(default="", max_length=MAX_CLIENT_ID_CHARS)
@@ -50,6 +95,13 @@ class WireCall(_WireModel):
     def halves(self) -> tuple[WireCall, WireCall] | None:
         """Two calls holding the inputs of this one, in order; None when it cannot split."""
         raise NotImplementedError
+
+    def misfit(self, reply: WireReply) -> str | None:
+        """What in `reply` does not answer this call (a count, an index or span outside what
+        was sent), or None when it fits."""
+        if len(reply) != len(self):
+            return f"the service returned {len(reply)} outputs for {len(self)} inputs"
+        return None
 
 
 class ReferenceSet(_WireModel):
@@ -64,7 +116,7 @@ class ClaimToCheck(_WireModel):
     claim: Claim
     request: int = Field(ge=0)
     """Index of the claim's request in `CheckCall.requests`."""
-    claim_index: int = Field(ge=0)
+    claim_index: int = Field(ge=0, le=MAX_CLAIM_INDEX)
 
 
 class CheckCall(WireCall):
@@ -121,6 +173,23 @@ class CheckCall(WireCall):
             for claim in self.claims
         ]
 
+    def misfit(self, reply: WireReply) -> str | None:
+        if not isinstance(reply, CheckReply):
+            return f"a {type(reply).__name__} is no reply to a check call"
+        wrong = super().misfit(reply)
+        if wrong is not None:
+            return wrong
+        for position, (claim, verdict) in enumerate(zip(self.claims, reply.verdicts, strict=True)):
+            references = self.requests[claim.request].references
+            for evidence in verdict.evidence:
+                where = f"verdicts[{position}] cites reference {evidence.reference_index}"
+                if evidence.reference_index >= len(references):
+                    return f"{where}; its claim was sent with {len(references)}"
+                text = references[evidence.reference_index].text
+                if evidence.span.end > len(text):
+                    return f"{where} up to character {evidence.span.end}; it has {len(text)}"
+        return None
+
     def halves(self) -> tuple[CheckCall, CheckCall] | None:
         """The claims split in two, in order, each half with the requests its claims need.
 
@@ -150,7 +219,7 @@ class CheckCall(WireCall):
         )
 
 
-class WireReply(_WireModel):
+class WireReply(_Message):
     """A component's reply: one output per input of the call, in order."""
 
     def __len__(self) -> int:
@@ -179,6 +248,22 @@ class ExtractCall(WireCall):
 
     def __len__(self) -> int:
         return len(self.requests)
+
+    def misfit(self, reply: WireReply) -> str | None:
+        if not isinstance(reply, ExtractReply):
+            return f"a {type(reply).__name__} is no reply to an extract call"
+        wrong = super().misfit(reply)
+        if wrong is not None:
+            return wrong
+        pairs = zip(self.requests, reply.extractions, strict=True)
+        for position, (request, extraction) in enumerate(pairs):
+            for claim in extraction.claims:
+                if claim.span is not None and claim.span.end > len(request.answer):
+                    return (
+                        f"extractions[{position}] has a claim up to character {claim.span.end}"
+                        f"; its answer has {len(request.answer)}"
+                    )
+        return None
 
     def halves(self) -> tuple[ExtractCall, ExtractCall] | None:
         if len(self.requests) < 2:
