@@ -130,12 +130,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         return _fail(f"{exc}; install the serve extra: pip install 'refcheck-callbacks[serve]'")
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    if token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"refcheck serve: warning: binding {args.host} with no token; anyone who reaches "
-            f"it can send text to check. Set --token or {TOKEN_ENV}.",
-            file=sys.stderr,
-        )
+    if token is None:
+        print(_open_warning(args.host, args.port), file=sys.stderr)
     try:
         launch = _launch(args, token, autoscale)
     except ValueError as exc:
@@ -145,6 +141,19 @@ def run_serve(args: argparse.Namespace) -> int:
     except ServiceStartError as exc:
         return _fail(str(exc))
     return 0
+
+
+def _open_warning(host: str, port: int) -> str:
+    """The one line that says who can call a service without a token."""
+    who = (
+        "any local user (any process on this machine)"
+        if host in ("127.0.0.1", "localhost", "::1")
+        else f"anyone who reaches {host}"
+    )
+    return (
+        f"refcheck serve: warning: no token, so {who} can call port {port} and send it text "
+        f"to check; set --token or {TOKEN_ENV}"
+    )
 
 
 def _autoscale(value: str | None) -> tuple[int, int] | None:

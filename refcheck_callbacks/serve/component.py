@@ -24,6 +24,7 @@ from ray.serve.metrics import Counter, Histogram
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.remote.answering import ComponentRunner, Role
 from refcheck_callbacks.remote.wire import WireCall, WireReply
+from refcheck_callbacks.serve.loopback import replica_server_on_node_address
 
 _BATCH_BOUNDARIES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 
@@ -92,6 +93,7 @@ class ComponentReplica:
     """One checker or extractor, built from its spec in each replica."""
 
     def __init__(self, role: str, spec: str, api_base: str | None = None) -> None:
+        replica_server_on_node_address()
         self.work = ComponentRunner(Role(role), spec, api_base)
         self.role = self.work.role
         self.log = BatchLog()

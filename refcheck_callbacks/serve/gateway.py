@@ -38,6 +38,7 @@ from refcheck_callbacks.remote.wire import (
     ExtractCall,
     WireCall,
 )
+from refcheck_callbacks.serve.loopback import replica_server_on_node_address
 from refcheck_callbacks.support.logs import logger
 
 _RETRY_AFTER_S = 1
@@ -100,6 +101,7 @@ class GatewayReplica:
         extractor: DeploymentHandle | None,
         options: GatewayOptions,
     ) -> None:
+        replica_server_on_node_address()
         self.components = {CHECK_PATH: checker}
         if extractor is not None:
             self.components[EXTRACT_PATH] = extractor
