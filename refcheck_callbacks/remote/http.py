@@ -21,6 +21,7 @@ import time
 import uuid
 import weakref
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import partial
@@ -33,6 +34,7 @@ from pydantic import ValidationError
 from refcheck_callbacks.errors import RemoteCallError
 from refcheck_callbacks.llm.client import RetryPolicy
 from refcheck_callbacks.remote.wire import (
+    DEFAULT_MAX_CALL_INPUTS,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REQUEST_BYTES,
     TOKEN_ENV,
@@ -160,6 +162,8 @@ class ServiceClient:
             also caps a server's Retry-After.
         max_request_bytes: the largest body sent; keep it at or under the service's cap.
         max_reply_bytes: the largest reply read; a larger one fails the call (`bad_reply`).
+        max_call_inputs: claims (or answers) sent in one call at most; keep it at or under the
+            service's `--max-call-inputs`. A larger call goes in parts.
     """
 
     def __init__(
@@ -173,13 +177,14 @@ class ServiceClient:
         retry: RetryPolicy | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"the service URL must start with http:// or https://, not {url!r}")
         if min(deadline, connect_timeout) <= 0 or min(max_request_bytes, max_reply_bytes) < 1:
             raise ValueError("deadline, connect_timeout, max_request_bytes, max_reply_bytes: > 0")
-        if concurrency < 1:
-            raise ValueError("concurrency: at least 1")
+        if min(concurrency, max_call_inputs) < 1:
+            raise ValueError("concurrency, max_call_inputs: at least 1")
         self._httpx = require("httpx", "remote")
         self.url = url.rstrip("/")
         self.deadline = deadline
@@ -188,6 +193,7 @@ class ServiceClient:
         self.retry = retry or RetryPolicy(max_retries=4, backoff=0.2, max_backoff=10.0)
         self.max_request_bytes = max_request_bytes
         self.max_reply_bytes = max_reply_bytes
+        self.max_call_inputs = max_call_inputs
         self.client_id = uuid.uuid4().hex
         """Sent with every call: the service's batch records tell callers apart by it."""
         token = token if token is not None else os.environ.get(TOKEN_ENV)
@@ -220,9 +226,12 @@ class ServiceClient:
     async def send(
         self, path: str, call: WireCall, reply_type: type[Reply]
     ) -> list[tuple[WireCall, Reply | RemoteCallError]]:
-        """POST `call` to `path`: each part sent (the call itself, or its halves when it is
-        over `max_request_bytes` or the service's own cap) with its validated reply or why it
-        has none. Never raises for the service's sake; every failure is counted."""
+        """POST `call` to `path`: each part sent (the call itself; its parts of at most
+        `max_call_inputs`; its halves when it is over `max_request_bytes` or the service's own
+        caps) with its validated reply or why it has none. Never raises for the service's
+        sake; every failure is counted."""
+        if len(call) > self.max_call_inputs:
+            return await self._each(path, call.parts(self.max_call_inputs), reply_type)
         body = call.model_dump_json(exclude_defaults=True).encode()
         try:
             if len(body) > self.max_request_bytes:
@@ -238,12 +247,17 @@ class ServiceClient:
             halves = call.halves() if exc.kind == "too_large" else None
             if halves is None:
                 return [(call, self._counted(path, exc))]
-            parts = await asyncio.gather(*(self.send(path, h, reply_type) for h in halves))
-            return [piece for part in parts for piece in part]
+            return await self._each(path, halves, reply_type)
         misfit = call.misfit(reply)
         if misfit is not None:
             return [(call, self._counted(path, RemoteCallError(misfit, "bad_reply")))]
         return [(call, reply)]
+
+    async def _each(
+        self, path: str, calls: Sequence[WireCall], reply_type: type[Reply]
+    ) -> list[tuple[WireCall, Reply | RemoteCallError]]:
+        sent = await asyncio.gather(*(self.send(path, call, reply_type) for call in calls))
+        return [piece for part in sent for piece in part]
 
     def _counted(self, path: str, exc: RemoteCallError) -> RemoteCallError:
         with self._lock:
@@ -371,8 +385,8 @@ class RemoteComponent:
         deadline: seconds one batch may take, retries included. Keep it under the monitor's
             stage timeout (`StageTimeouts`: 60 s extract, 120 s check), so that a slow service
             ends as counted errors of its own rather than a stage timeout.
-        connect_timeout, concurrency, retry, max_request_bytes, max_reply_bytes: see
-            `ServiceClient`.
+        connect_timeout, concurrency, retry, max_request_bytes, max_reply_bytes,
+            max_call_inputs: see `ServiceClient`.
     """
 
     def __init__(
@@ -387,6 +401,7 @@ class RemoteComponent:
         retry: RetryPolicy | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS,
     ) -> None:
         self.client = ServiceClient(
             url,
@@ -397,6 +412,7 @@ class RemoteComponent:
             retry=retry,
             max_request_bytes=max_request_bytes,
             max_reply_bytes=max_reply_bytes,
+            max_call_inputs=max_call_inputs,
         )
         self.name = name
         self.served_by: str | None = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import Enum
-from typing import Final
+from typing import Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
@@ -39,6 +39,9 @@ DEFAULT_MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
 """The largest request body the service accepts, and the client sends, unless configured."""
 DEFAULT_MAX_REPLY_BYTES: Final = 64 * 1024 * 1024
 """The largest reply body the client reads, unless configured."""
+DEFAULT_MAX_CALL_INPUTS: Final = 4096
+"""Claims (or answers, to extract) in one call at most: the service refuses more, unless
+configured, and the client sends no more, so one caller's call cannot hold a replica long."""
 MAX_CLIENT_ID_CHARS: Final = 64
 MAX_CLAIM_INDEX: Final = 2**31 - 1
 """A claim's index in its answer fits a 32-bit integer, the index any checker may keep it in."""
@@ -94,6 +97,10 @@ class WireCall(_Message):
 
     def halves(self) -> tuple[WireCall, WireCall] | None:
         """Two calls holding the inputs of this one, in order; None when it cannot split."""
+        raise NotImplementedError
+
+    def parts(self, max_inputs: int) -> list[WireCall]:
+        """Calls of at most `max_inputs` inputs holding the inputs of this one, in order."""
         raise NotImplementedError
 
     def misfit(self, reply: WireReply) -> str | None:
@@ -208,6 +215,28 @@ class CheckCall(WireCall):
         )
         return self._part(self.claims[:cut]), self._part(self.claims[cut:])
 
+    def parts(self, max_inputs: int) -> list[WireCall]:
+        """The claims in calls of at most `max_inputs`, in order: whole requests packed together,
+        and a request with more claims than that cut between its claims (each part then
+        carries the request's references)."""
+        runs: list[list[ClaimToCheck]] = []
+        for claim in self.claims:
+            if runs and runs[-1][-1].request == claim.request:
+                runs[-1].append(claim)
+            else:
+                runs.append([claim])
+        parts: list[list[ClaimToCheck]] = []
+        current: list[ClaimToCheck] = []
+        for run in runs:
+            if current and len(current) + len(run) > max_inputs:
+                parts.append(current)
+                current = []
+            while len(current) + len(run) > max_inputs:
+                parts.append(run[:max_inputs])
+                run = run[max_inputs:]
+            current += run
+        return [self._part(part) for part in [*parts, current] if part]
+
     def _part(self, claims: list[ClaimToCheck]) -> CheckCall:
         index_of: dict[int, int] = {}
         for claim in claims:
@@ -225,6 +254,10 @@ class WireReply(_Message):
     def __len__(self) -> int:
         raise NotImplementedError
 
+    def joined(self, later: Sequence[WireReply]) -> WireReply:
+        """This reply followed by the replies to the later parts of its call."""
+        raise NotImplementedError
+
 
 class CheckReply(WireReply):
     checker: str
@@ -234,6 +267,10 @@ class CheckReply(WireReply):
 
     def __len__(self) -> int:
         return len(self.verdicts)
+
+    def joined(self, later: Sequence[WireReply]) -> CheckReply:
+        verdicts = [v for reply in (self, *later) for v in expect(CheckReply, reply).verdicts]
+        return CheckReply(checker=self.checker, verdicts=verdicts)
 
 
 class ExtractCall(WireCall):
@@ -274,6 +311,12 @@ class ExtractCall(WireCall):
             ExtractCall(client=self.client, requests=self.requests[cut:]),
         )
 
+    def parts(self, max_inputs: int) -> list[WireCall]:
+        return [
+            ExtractCall(client=self.client, requests=self.requests[start : start + max_inputs])
+            for start in range(0, len(self.requests), max_inputs)
+        ]
+
 
 class ExtractReply(WireReply):
     extractor: str
@@ -282,6 +325,12 @@ class ExtractReply(WireReply):
 
     def __len__(self) -> int:
         return len(self.extractions)
+
+    def joined(self, later: Sequence[WireReply]) -> ExtractReply:
+        extractions = [
+            e for reply in (self, *later) for e in expect(ExtractReply, reply).extractions
+        ]
+        return ExtractReply(extractor=self.extractor, extractions=extractions)
 
 
 class ErrorReply(_WireModel):
@@ -320,3 +369,13 @@ def _extractable(request: CheckRequest) -> CheckRequest:
         submitted_at=request.submitted_at,
         model=request.model,
     )
+
+
+Expected = TypeVar("Expected", bound=BaseModel)
+
+
+def expect(kind: type[Expected], value: object) -> Expected:
+    """`value`, which must be a `kind` (a call or reply of the kind at hand)."""
+    if not isinstance(value, kind):
+        raise TypeError(f"expected a {kind.__name__}, got a {type(value).__name__}")
+    return value

@@ -229,6 +229,22 @@ def test_a_batch_over_the_size_cap_is_split_in_order_and_an_unsendable_request_f
     assert all("x" * 6000 not in json.dumps(r.body) for r in llm_server.received)
 
 
+def test_a_batch_over_the_call_limit_goes_in_parts_and_a_request_over_it_is_cut(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    llm_server.respond(_verdicts_for)
+    items = _items(2, 3) + [i.model_copy(update={"request_id": "long"}) for i in _items(1, 10)]
+    checker = RemoteChecker(llm_server.url, max_call_inputs=4)
+    verdicts, _ = _check(checker, items)
+    sent = llm_server.received
+    assert sorted(len(r.body["claims"]) for r in sent) == [2, 3, 3, 4, 4]
+    assert all(len(r.body["requests"]) == 1 for r in sent)  # each whole, or a part of "long"
+    assert [v.label for v in verdicts] == [
+        Label.ENTAILMENT if i.claim_index % 2 == 0 else Label.CONTRADICTION for i in items
+    ]
+    assert checker.stats() == {"calls": 5, "requests_sent": 5, "failures": {}}
+
+
 def test_calls_in_flight_are_bounded_by_concurrency(llm_server: ScriptedOpenAIServer) -> None:
     llm_server.respond(lambda r: Reply(delay=0.15, raw=_verdicts_for(r).raw))
     checker = RemoteChecker(llm_server.url, concurrency=2)

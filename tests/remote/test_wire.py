@@ -118,3 +118,23 @@ def test_an_extract_call_with_an_infinite_time_is_refused() -> None:
     body = '{"requests": [{"answer": "a", "submitted_at": Infinity}]}'
     with pytest.raises(ValidationError, match=re.escape("requests.0.submitted_at is inf")):
         ExtractCall.model_validate_json(body)
+
+
+def _claims_of(*counts: int) -> list[CheckItem]:
+    """Requests holding `counts` claims each, in order."""
+    return [
+        CheckItem(claim=Claim(text=f"claim {r}.{c}"), references=[Reference(text=f"doc {r}")],
+                  request_id=f"r{r}", claim_index=c)
+        for r, count in enumerate(counts)
+        for c in range(count)
+    ]  # fmt: skip
+
+
+def test_parts_pack_whole_requests_and_cut_only_a_request_larger_than_a_call() -> None:
+    items = _claims_of(3, 1, 3, 10)
+    parts = CheckCall.of(items).parts(4)
+    shapes = [[(r.request_id, len(r.references)) for r in part.requests] for part in parts]
+    assert [len(part) for part in parts] == [4, 3, 4, 4, 2]
+    assert shapes == [[("r0", 1), ("r1", 1)], [("r2", 1)], [("r3", 1)], [("r3", 1)], [("r3", 1)]]
+    assert [_key(i) for part in parts for i in part.items()] == [_key(i) for i in items]
+    assert [len(p) for p in ExtractCall.of([CheckRequest(answer="a")] * 5).parts(2)] == [2, 2, 1]
