@@ -108,7 +108,12 @@ class WireCall(_Message):
         was sent), or None when it fits."""
         if len(reply) != len(self):
             return f"the service returned {len(reply)} outputs for {len(self)} inputs"
-        return None
+        return self._outside(reply)
+
+    def _outside(self, reply: WireReply) -> str | None:
+        """The first index or span in `reply`, one output per input, that points outside this
+        call; None when there is none."""
+        raise NotImplementedError
 
 
 class ReferenceSet(_WireModel):
@@ -180,13 +185,9 @@ class CheckCall(WireCall):
             for claim in self.claims
         ]
 
-    def misfit(self, reply: WireReply) -> str | None:
-        if not isinstance(reply, CheckReply):
-            return f"a {type(reply).__name__} is no reply to a check call"
-        wrong = super().misfit(reply)
-        if wrong is not None:
-            return wrong
-        for position, (claim, verdict) in enumerate(zip(self.claims, reply.verdicts, strict=True)):
+    def _outside(self, reply: WireReply) -> str | None:
+        verdicts = expect(CheckReply, reply).verdicts
+        for position, (claim, verdict) in enumerate(zip(self.claims, verdicts, strict=True)):
             references = self.requests[claim.request].references
             for evidence in verdict.evidence:
                 where = f"verdicts[{position}] cites reference {evidence.reference_index}"
@@ -286,13 +287,8 @@ class ExtractCall(WireCall):
     def __len__(self) -> int:
         return len(self.requests)
 
-    def misfit(self, reply: WireReply) -> str | None:
-        if not isinstance(reply, ExtractReply):
-            return f"a {type(reply).__name__} is no reply to an extract call"
-        wrong = super().misfit(reply)
-        if wrong is not None:
-            return wrong
-        pairs = zip(self.requests, reply.extractions, strict=True)
+    def _outside(self, reply: WireReply) -> str | None:
+        pairs = zip(self.requests, expect(ExtractReply, reply).extractions, strict=True)
         for position, (request, extraction) in enumerate(pairs):
             for claim in extraction.claims:
                 if claim.span is not None and claim.span.end > len(request.answer):

@@ -91,8 +91,9 @@ class BatchLog:
 
 
 class CallerTurns:
-    """One part at a time per caller (by its `client` id): the others queue behind it, first
-    come first served, and the caller's lock goes once nobody holds or waits for it."""
+    """A caller's parts one at a time, in the order they came (callers are told apart by their
+    `client` id; those that send none share one turn). A caller's lock goes once nobody holds
+    or waits for it, so the map holds only the callers in flight."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
