@@ -7,7 +7,7 @@ waiting, retries and backoff; nothing outlives it. 429, 502, 503, 504 and connec
 after the server's Retry-After when it sends one, capped. Checking is idempotent, so a retry
 after a reset connection is safe. A reply is read as it arrives, up to `max_reply_bytes`: a
 larger one (a wrong URL, a proxy's error page, a broken service) ends the call without the
-rest being read. A reply must fit its call (`WireCall.misfit`). A failure ends as
+rest being read (`remote.reply`). A reply must fit its call (`WireCall.misfit`). A failure ends as
 `RemoteCallError` with a `kind`, which the checker and extractor turn into per-claim or
 per-request errors; they are counted here. httpx is imported when the first client is built.
 """
@@ -25,22 +25,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
-from pydantic import ValidationError
 
 from refcheck_callbacks.errors import RemoteCallError
 from refcheck_callbacks.llm.client import RetryPolicy
+from refcheck_callbacks.remote.reply import (
+    ERROR_BODY_BYTES,
+    Answer,
+    Reply,
+    read_body,
+    reason,
+    validated,
+)
 from refcheck_callbacks.remote.wire import (
     DEFAULT_MAX_CALL_INPUTS,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REQUEST_BYTES,
     TOKEN_ENV,
-    ErrorReply,
     WireCall,
-    WireReply,
 )
 from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.support.logs import logger
@@ -48,11 +53,7 @@ from refcheck_callbacks.support.logs import logger
 if TYPE_CHECKING:
     import httpx
 
-Reply = TypeVar("Reply", bound=WireReply)
-
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
-ERROR_BODY_BYTES = 64 * 1024
-"""What is read of a failed call's body: enough for the service's message."""
 
 
 def _status_kind(status: int) -> str:
@@ -95,58 +96,6 @@ def _out_of_time(deadline: float, attempts: int, last: _Failed | None) -> Remote
         f"{last.message}; no reply within the {deadline:g}s deadline after {attempts} attempts",
         last.kind,
     )
-
-
-def _validated(reply_type: type[Reply], content: bytes | bytearray) -> Reply:
-    try:
-        return reply_type.model_validate_json(content)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "reply"
-        raise RemoteCallError(
-            f"the service's reply is not a valid {reply_type.__name__}: {where}: {first['msg']}",
-            "bad_reply",
-        ) from exc
-
-
-@dataclass(frozen=True)
-class _Answer:
-    status: int
-    reason_phrase: str
-    retry_after: str | None
-    body: bytearray
-
-
-async def _read_body(response: httpx.Response, cap: int, whole: bool) -> bytearray:
-    """The body as it arrives, `cap` bytes at most: past it a reply (`whole`) ends the call as
-    `bad_reply`, an error body is cut there. What is past the cap is never read."""
-    declared = response.headers.get("content-length", "")
-    if whole and declared.isdigit() and int(declared) > cap:
-        raise _too_large(cap, f"it says {int(declared):,} bytes")
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        if len(body) + len(chunk) > cap:
-            if whole:
-                raise _too_large(cap, "its body went past the cap")
-            body += chunk[: cap - len(body)]
-            break
-        body += chunk
-    return body
-
-
-def _too_large(cap: int, detail: str) -> RemoteCallError:
-    return RemoteCallError(
-        f"reply larger than {cap:,} bytes (max_reply_bytes): {detail}; the rest was not read",
-        "bad_reply",
-    )
-
-
-def _reason(answer: _Answer) -> str:
-    """The service's own message for a failed call, else the start of the body."""
-    try:
-        return ErrorReply.model_validate_json(answer.body).message
-    except ValidationError:
-        return answer.body[:200].decode(errors="replace") or answer.reason_phrase
 
 
 class ServiceClient:
@@ -276,7 +225,7 @@ class ServiceClient:
                 raise _out_of_time(self.deadline, attempt - 1, last)
             outcome = await self._attempt(path, body, remaining)
             if isinstance(outcome, bytearray):
-                return _validated(reply_type, outcome)
+                return validated(reply_type, outcome)
             if outcome.kind == "deadline":
                 raise _out_of_time(self.deadline, attempt, last)
             if outcome.kind not in ("connection", "rate_limit", "unavailable"):
@@ -319,7 +268,7 @@ class ServiceClient:
             return answer.body
         return _Failed(
             _status_kind(answer.status),
-            f"HTTP {answer.status} from {self.url}{path}: {_reason(answer)}",
+            f"HTTP {answer.status} from {self.url}{path}: {reason(answer)}",
             retry_after_seconds(answer.retry_after),
         )
 
@@ -330,18 +279,18 @@ class ServiceClient:
         path: str,
         body: bytes,
         timeout: httpx.Timeout,
-    ) -> _Answer:
+    ) -> Answer:
         async with slots:
             with self._lock:
                 self.requests_sent += 1
             async with client.stream("POST", path, content=body, timeout=timeout) as response:
                 ok = response.status_code == 200
                 cap = self.max_reply_bytes if ok else min(ERROR_BODY_BYTES, self.max_reply_bytes)
-                return _Answer(
+                return Answer(
                     response.status_code,
                     response.reason_phrase,
                     response.headers.get("retry-after"),
-                    await _read_body(response, cap, whole=ok),
+                    await read_body(response, cap, whole=ok),
                 )
 
     def _client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
