@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import pytest
+from deadlines import SLACK
 from loopback_servers import HugeReplyServer
 from memory import peak_rss_growth
 from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
@@ -42,8 +43,6 @@ from refcheck_callbacks.remote.wire import (
 from refcheck_callbacks.types import Verdict
 
 FAST_RETRY = RetryPolicy(max_retries=4, backoff=0.05, max_backoff=0.3)
-SLACK = 1.5
-"""Seconds a deadline may be overrun by wake-ups on a loaded machine, as in tests/faults/."""
 
 
 def _items(
