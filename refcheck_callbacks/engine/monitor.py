@@ -31,6 +31,7 @@ from refcheck_callbacks.engine.intake import (
     RawInput,
     build_request,
     capture,
+    paired,
 )
 from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.engine.placement.components import ComponentSource, Settings
@@ -40,6 +41,7 @@ from refcheck_callbacks.engine.stats import (
     LOST_EXIT,
     LOST_SHUTDOWN_TIMEOUT,
     LOST_SIGNAL,
+    NO_REFERENCES,
     Counters,
     Tally,
 )
@@ -80,6 +82,15 @@ def _invalid(exc: BaseException) -> CheckResult:
         outcome=Outcome.INVALID_INPUT,
         error_type=type(exc).__name__,
         message=f"the input could not be read: {exc}",
+    )
+
+
+def _unpaired() -> CheckResult:
+    """The result of a direct check whose pairing found nothing its model saw."""
+    return CheckResult(
+        request=CheckRequest(answer=""),
+        outcome=Outcome.NO_REFERENCES,
+        message="no references: the answering model saw none of the documents captured",
     )
 
 
@@ -276,13 +287,18 @@ class RefCheckMonitor:
             raw = capture(fields, context)
         except TypeError as exc:
             return _invalid(exc)
-        return self._build(raw)
+        built = self._build(raw)
+        return _unpaired() if built is None else built
 
-    def _build(self, raw: RawInput) -> CheckRequest | CheckResult:
+    def _build(self, raw: RawInput) -> CheckRequest | CheckResult | None:
+        """The request to check, or an `invalid_input` result when none can be built; None
+        when an integration's `Pairing` found nothing its model saw (see `intake.paired`)."""
         try:
-            return build_request(raw, self.limits)
+            decided = paired(raw)
+            return None if decided is None else build_request(decided, self.limits)
         except BaseException as exc:
-            # Even SystemExit from a `references` callable: it fails this request alone.
+            # Even SystemExit from a `references` callable or a pairing: it fails this request
+            # alone.
             return _invalid(exc)
 
     def _refused(self, request: CheckRequest, reason: str | None = None) -> CheckResult:
@@ -320,9 +336,12 @@ class RefCheckMonitor:
 
     async def _process(self, raws: list[RawInput]) -> list[CheckResult]:
         built = [self._build(raw) for raw in raws]
+        unpaired = built.count(None)
+        if unpaired:
+            self.record(Tally.SKIPPED, NO_REFERENCES, unpaired)
         requests = [b for b in built if isinstance(b, CheckRequest)]
         results = iter(await self._run(requests))
-        return [b if isinstance(b, CheckResult) else next(results) for b in built]
+        return [b if isinstance(b, CheckResult) else next(results) for b in built if b is not None]
 
     # -- lifecycle ------------------------------------------------------------------------
 
