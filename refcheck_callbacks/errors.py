@@ -108,7 +108,9 @@ class RemoteCallError(RefCheckError):
 
 class PlacementError(RefCheckError, ValueError):
     """The monitor cannot run where it was asked to: a built component (or an unpicklable
-    factory) given for `placement="process"`, whose child process builds its own."""
+    factory) given for `placement="process"`, whose child process builds its own; or, as the
+    `error_type` of its results, an app whose main module builds the monitor without the
+    `if __name__ == "__main__":` guard that a spawned child process needs."""
 
 
 class CheckingProcessError(RefCheckError):

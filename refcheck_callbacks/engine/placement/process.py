@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from refcheck_callbacks.engine.pipeline import Redactor, Withheld, redacted
+from refcheck_callbacks.engine.placement.child import exit_if_reimporting_main
 from refcheck_callbacks.engine.placement.components import Recipe
 from refcheck_callbacks.engine.placement.messages import Ready, Reply
 from refcheck_callbacks.engine.placement.spawned import Failure
@@ -63,6 +64,7 @@ class InChildProcess:
     placement = Placement.PROCESS
 
     def __init__(self, recipe: Recipe, redact: Redactor | None) -> None:
+        exit_if_reimporting_main()
         # multiprocessing's exit hook terminates daemonic children. Imported above, it was
         # registered before the monitor's own exit hook, so it runs after it (atexit runs
         # hooks last-in first-out): the monitor's exit flush still has its checking process.

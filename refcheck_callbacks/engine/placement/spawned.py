@@ -75,7 +75,7 @@ class SpawnedChild:
             # (a factory it cannot import) instead of dying before it can speak.
             target=child.main,
             args=(child_end, pickle.dumps(recipe)),
-            name="refcheck-checking",
+            name=child.NAME,
             daemon=True,
         )
         try:
