@@ -123,6 +123,13 @@ class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
 
 
+class PlacementWarning(UserWarning):
+    """A monitor left at the default placement checks in the app's thread, not in a child
+    process, because no child can start for it (components built in the app, a factory the
+    child cannot import, a main module without its guard, a process that cannot spawn). The
+    message says why and how to choose; `placement="thread"` chooses the thread silently."""
+
+
 __all__ = [
     "BadRecordError",
     "CheckError",
@@ -137,6 +144,7 @@ __all__ = [
     "MissingExtraError",
     "MonitorUnavailableError",
     "PlacementError",
+    "PlacementWarning",
     "ProtocolError",
     "RedactionError",
     "RefCheckError",

@@ -109,14 +109,17 @@ class RefCheckMonitor:
             Either may also be a spec, as `refcheck` takes it (`"nli:MODEL"`, `"llm:MODEL"`,
             `"remote:URL"`, `"py:package.module:Factory"`), or a factory called without
             arguments (a class, a module-level function).
-        placement: where extraction and checking run. "thread" (default): on the monitor's
-            background thread, sharing the app's GIL. "process": in a child process started
+        placement: where extraction and checking run. "process": in a child process started
             with multiprocessing's spawn, so the app's process only captures, queues, redacts
             and exports; the extractor and checker must then be specs or picklable factories
             (the child builds them), and the app's entry point must be guarded by
             `if __name__ == "__main__":` as for any spawned process. A child that crashes,
             is killed or hangs is replaced; the requests it held end `error`
-            (`CheckingProcessError`). See `engine.placement`.
+            (`CheckingProcessError`). "thread": on the monitor's background thread, sharing
+            the app's GIL. None (default): "process" where a child can start, else "thread"
+            with one `PlacementWarning` that says why (components built in the app, a
+            factory the child cannot import, no main guard, a process that cannot spawn).
+            See `engine.placement`.
         aggregator: "strict" (default) or "major" for the response label; soft ratios are
             always reported.
         sample_rate: share of submitted answers to check, stable per trace id.
@@ -155,7 +158,7 @@ class RefCheckMonitor:
         timeouts: StageTimeouts | None = None,
         limits: InputLimits | None = None,
         exit_timeout: float = 5.0,
-        placement: Placement | str = Placement.THREAD,
+        placement: Placement | str | None = None,
     ) -> None:
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content

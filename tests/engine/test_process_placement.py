@@ -79,7 +79,7 @@ def _findings(result: CheckResult) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def embedded_in_thread() -> list[CheckResult]:
-    return _run(checker="embedded")
+    return _run(checker="embedded", placement="thread")
 
 
 def test_the_embedded_checker_in_a_child_gives_the_threads_results(

@@ -107,6 +107,7 @@ def _built(recipe: bytes) -> Pipeline | StartFailed:
             error_type=type(exc).__name__,
             message=f"{exc} (the extractor and checker factories must be importable by a "
             "fresh interpreter: define them in a module, not in a notebook or `python -c`)",
+            unreadable_recipe=True,
         )
     try:
         return loaded.pipeline()
