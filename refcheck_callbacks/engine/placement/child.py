@@ -46,10 +46,11 @@ the app's own work goes first and the checking waits (its queue bounded, its dro
 
 
 def exit_if_reimporting_main() -> None:
-    """In a checking process still importing the app's main module (spawn runs it again,
-    as `__mp_main__`), building a process monitor means the app's code runs at import, outside
-    `if __name__ == "__main__":`: the child would run the app, and start a child of its own.
-    It exits at once instead, with `UNGUARDED_MAIN_EXIT`, which the app reads as that."""
+    """Called as any monitor is built. In a checking process still importing the app's main
+    module (spawn runs it again, as `__mp_main__`), building a monitor means the app's code
+    runs at import, outside `if __name__ == "__main__":`: the child would run the app (load
+    models, serve requests) and start a child of its own. It exits at once instead, with
+    `UNGUARDED_MAIN_EXIT`, which the app reads as that."""
     process = multiprocessing.current_process()
     if getattr(process, "_inheriting", False) and process.name == NAME:
         os._exit(UNGUARDED_MAIN_EXIT)

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from refcheck_callbacks.engine.pipeline import Redactor, Withheld, redacted
-from refcheck_callbacks.engine.placement.child import exit_if_reimporting_main
 from refcheck_callbacks.engine.placement.components import Recipe
 from refcheck_callbacks.engine.placement.messages import Ready, Reply
 from refcheck_callbacks.engine.placement.runner import InThread, in_thread, warn_in_thread
@@ -72,7 +71,6 @@ class InChildProcess:
     placement = Placement.PROCESS
 
     def __init__(self, recipe: Recipe, redact: Redactor | None, falls_back: bool = False) -> None:
-        exit_if_reimporting_main()
         self.falls_back = falls_back
         """Left at the default placement: check in the thread where no child can start."""
         self.thread: InThread | None = None

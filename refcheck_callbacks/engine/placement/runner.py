@@ -19,6 +19,7 @@ from typing import Protocol
 
 from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.engine.pipeline import Pipeline, Redactor
+from refcheck_callbacks.engine.placement.child import exit_if_reimporting_main
 from refcheck_callbacks.engine.placement.components import (
     ComponentSource,
     Recipe,
@@ -80,6 +81,7 @@ def runner_for(
 ) -> Runner:
     """The runner for `placement` ("thread" or "process"; None: the default, see the module),
     its components built or sent."""
+    exit_if_reimporting_main()
     try:
         where = None if placement is None else Placement(placement)
     except ValueError:
