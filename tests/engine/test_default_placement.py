@@ -4,9 +4,10 @@ warning that says why.
 Issue 26 measured the thread placement, then the default, taxing the app's own calls while it
 checked; the default is now a child process. It must start where apps run: a script, `python
 -c`, a notebook's kernel, uvicorn's and gunicorn's workers (gunicorn's forked from a master
-that built the monitor, with `--preload`), and fall back to the thread, with one
-`PlacementWarning`, where no child can start: components built in the app, a factory only the
-app's process knows, a main module without its guard, a daemonic process.
+that built the monitor, with `--preload`), a server forking a process per request; and fall
+back to the thread, with one `PlacementWarning`, where no child can start: components built
+in the app, a factory only the app's process knows, a main module without its guard, a
+daemonic process.
 """
 
 from __future__ import annotations
@@ -201,13 +202,15 @@ SERVERS = [
     pytest.param("uvicorn server_apps:asgi --port {port} --workers 2", id="uvicorn-workers"),
     pytest.param("gunicorn server_apps:wsgi -b 127.0.0.1:{port} -w 2", id="gunicorn"),
     pytest.param("gunicorn server_apps:wsgi -b 127.0.0.1:{port} -w 2 --preload", id="preforked"),
+    pytest.param("forking_server {port}", id="forking"),
 ]
 
 
 @pytest.mark.parametrize("server", SERVERS, indirect=True)
 def test_server_workers_check_in_children_of_their_own(server: str) -> None:
     """Each worker (spawned by uvicorn; forked by gunicorn, with `--preload` from a master
-    that built the monitor and its child first) checks in a child process of its own."""
+    that built the monitor and its child first; forked for each request by a forking server)
+    checks in a child process of its own."""
     answers = _answers(server, 6)
     assert {(placement, outcome) for placement, outcome, _, _ in answers} == {
         ("process", "checked")
