@@ -73,7 +73,8 @@ class AnswerFields(TypedDict, total=False):
     references: Any
     """The documents the answering model saw: texts, mappings with "text" (and "id", "score",
     "metadata"), `Reference`s, or a zero-argument callable returning them (called in the
-    worker, so an integration converts its framework's documents off the app's thread)."""
+    worker, so that converting the caller's own objects runs off its thread; an integration
+    that must also decide the answer submits a `Pairing` instead)."""
     question: Any
     claims: Any
     """Claims to check instead of extracting them: texts or `Claim`s."""
@@ -198,8 +199,8 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
 
 def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Reference]:
     if callable(value):
-        # Deferred by an integration, so that converting its documents runs here, in the
-        # worker, and not on the app's thread.
+        # Deferred by the caller, so that converting its objects runs here, in the worker,
+        # and not on the caller's thread.
         value = value()
     if value is None:
         return []
