@@ -18,20 +18,22 @@ question is the user's input.**
   answered), or the one text value of a dict (else its "question", "input" or "query"). Never
   a retriever's or tool's query: the first one, when it differs, goes into the metadata as
   `refcheck.retrieval_query` (a rewritten query stays visible).
-- References: what the app said with `override_pairing(references=...)` or the output of a
-  run tagged `refcheck:references`; else every document seen in the run (outermost retrievers first, then inner retrievers,
-  chain outputs such as a graph node's documents, tool artifacts, and documents parked by an
-  earlier run, see `parked`) whose text is in the answering generation's prompt, plus the
-  content of tool results in that prompt that hold none of them; where nothing matches (the
-  app reformats documents), the outermost retrievers' documents, else all documents seen.
-  Documents parked by an earlier run count only when the answering prompt shows one of them.
+- References: what the app said with `override_pairing(references=...)` or the output of a run
+  tagged `refcheck:references`; else every document seen in the run (outermost retrievers
+  first, then inner retrievers, chain outputs such as a graph node's documents, tool
+  artifacts, and documents parked by an earlier run, see `parked`) whose text is in the
+  answering generation's prompt, plus the content of tool results in that prompt that hold
+  none of them; where nothing matches (the app reformats documents), the outermost retrievers'
+  documents, else all documents seen. Documents parked by an earlier run count only when the
+  answering prompt shows one of them.
 
-**Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the handler takes what
-can be told from the run's shape (`answer_options`, `question_of`, `has_sources`) and submits
-a `CapturedAnswer`: references to the candidates, the generations that may have answered, and
-what the app chose. The monitor's worker calls its `pair` (the `Pairing` interface), which
-chooses the answering generation, looks for the documents in its prompt and takes parked
-documents it shows: the time that grows with the documents is spent there.
+**Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
+handler takes what can be told from the run's shape (`answer_options`, `question_of`,
+`has_sources`) and submits a `CapturedAnswer`: references to the candidates, the generations
+that may have answered, and what the app chose. The monitor's worker calls its `pair` (the
+`Pairing` interface), which chooses the answering generation, looks for the documents in its
+prompt and takes parked documents it shows: the time that grows with the documents is spent
+there.
 """
 
 from __future__ import annotations
