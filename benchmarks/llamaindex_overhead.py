@@ -286,7 +286,12 @@ def main() -> None:
     )
     engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=2)
     checker = EmbeddedChecker(encoder=encoder)
-    quiet: dict[str, Any] = {"extractor": _NoClaims(), "checker": checker, "exporters": []}
+    quiet: dict[str, Any] = {
+        "extractor": _NoClaims(),
+        "checker": checker,
+        "exporters": [],
+        "placement": "thread",
+    }
     sampled_out = RefCheckMonitor(**quiet, sample_rate=0.0)
     submitting = RefCheckMonitor(**quiet, max_queue=100_000)
     with sampled_out, submitting:

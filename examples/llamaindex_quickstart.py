@@ -60,7 +60,9 @@ def _passages() -> tuple[list[TextNode], list[str]]:
 def main() -> None:
     encoder = SentenceEncoder()  # one copy of MiniLM for the index and the checker
     results: list[CheckResult] = []
-    with RefCheckMonitor(checker=EmbeddedChecker(encoder=encoder), on_result=results.append) as m:
+    # The checker shares the index's encoder, so it checks in this process's thread.
+    checker = EmbeddedChecker(encoder=encoder)
+    with RefCheckMonitor(checker=checker, on_result=results.append, placement="thread") as m:
         instrument_llamaindex(m)
         nodes, questions = _passages()
         index = VectorStoreIndex(nodes, embed_model=SentenceEncoderEmbedding(encoder))

@@ -87,7 +87,10 @@ def run(show: Callable[[CheckResult], None]) -> None:
     print(origin)
     chain = build_chain(examples, encoder, llm)
     results: list[CheckResult] = []
-    with RefCheckMonitor(checker=EmbeddedChecker(encoder=encoder), on_result=results.append) as m:
+    # The checker shares the vector store's encoder, so it checks in this process's thread;
+    # an app's RefCheckMonitor() checks in a child process of its own.
+    checker = EmbeddedChecker(encoder=encoder)
+    with RefCheckMonitor(checker=checker, on_result=results.append, placement="thread") as m:
         handler = RefCheckCallbackHandler(m)
         for example in examples:
             try:

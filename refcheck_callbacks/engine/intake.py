@@ -3,13 +3,20 @@
 Production inputs are messy: bytes with invalid UTF-8, lone surrogates, None, a 5 MB page.
 Every repair is recorded in `CheckRequest.notes`, so a result always says what was checked.
 Runs in the worker, never on the caller's path.
+
+An integration that cannot tell the answer's references without reading text (which
+documents the answering model's prompt shows, which of several generations saw them) does
+not decide on the app's thread, where the time would grow with the documents: it submits a
+`Pairing`, the candidates it captured, and the worker decides with `paired` before the
+request is built.
 """
 
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference, TraceContext
@@ -29,6 +36,31 @@ class InputLimits:
     """Claims checked per request, given or extracted; the rest are left out, and noted."""
 
 
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """What a `Pairing` decided: the fields of `AnswerFields` of the same names."""
+
+    answer: Any
+    references: Any
+    model: str | None = None
+    response_id: str | None = None
+
+
+class Pairing(ABC):
+    """An answer as an integration captured it, paired in the worker.
+
+    The callback keeps references to what it saw (candidate documents, the prompts of the
+    generations that may have answered, what the app chose) and submits this; `pair` reads the
+    texts, off the app's thread. One implementation per integration holds its rules.
+    """
+
+    @abstractmethod
+    def pair(self) -> Paired | None:
+        """The answer, its references and the generation's model and id; None when the
+        answering model saw nothing to check against (counted as skipped `no_references`).
+        Runs in the monitor's worker; what it raises fails this request alone."""
+
+
 class AnswerFields(TypedDict, total=False):
     """What `RefCheckMonitor.submit`, `check` and `acheck` take, all by keyword.
 
@@ -41,7 +73,8 @@ class AnswerFields(TypedDict, total=False):
     references: Any
     """The documents the answering model saw: texts, mappings with "text" (and "id", "score",
     "metadata"), `Reference`s, or a zero-argument callable returning them (called in the
-    worker, so an integration converts its framework's documents off the app's thread)."""
+    worker, so that converting the caller's own objects runs off its thread; an integration
+    that must also decide the answer submits a `Pairing` instead)."""
     question: Any
     claims: Any
     """Claims to check instead of extracting them: texts or `Claim`s."""
@@ -52,6 +85,9 @@ class AnswerFields(TypedDict, total=False):
     """The model that wrote the answer (`gen_ai.request.model`)."""
     response_id: str | None
     """The generation's id (`gen_ai.response.id`)."""
+    pairing: Pairing | None
+    """Instead of `answer`, `references`, `model` and `response_id`: an integration's capture
+    of them, decided in the worker (`Pairing.pair`)."""
 
 
 @dataclass(slots=True)
@@ -67,6 +103,7 @@ class RawInput:
     model: Any = None
     response_id: Any = None
     submitted_at: float = 0.0
+    pairing: Pairing | None = None
 
 
 _FIELD_NAMES = frozenset(AnswerFields.__annotations__)
@@ -93,6 +130,24 @@ def capture(
         get("model"),
         get("response_id"),
         submitted_at,
+        fields.get("pairing"),
+    )
+
+
+def paired(raw: RawInput) -> RawInput | None:
+    """`raw` with its `Pairing` decided (in the worker); None when it pairs with nothing."""
+    if raw.pairing is None:
+        return raw
+    decided = raw.pairing.pair()
+    if decided is None:
+        return None
+    return replace(
+        raw,
+        answer=decided.answer,
+        references=decided.references,
+        model=decided.model,
+        response_id=decided.response_id,
+        pairing=None,
     )
 
 
@@ -144,8 +199,8 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
 
 def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Reference]:
     if callable(value):
-        # Deferred by an integration, so that converting its documents runs here, in the
-        # worker, and not on the app's thread.
+        # Deferred by the caller, so that converting its objects runs here, in the worker,
+        # and not on the caller's thread.
         value = value()
     if value is None:
         return []

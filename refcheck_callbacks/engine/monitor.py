@@ -32,6 +32,7 @@ from refcheck_callbacks.engine.intake import (
     RawInput,
     build_request,
     capture,
+    paired,
 )
 from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.engine.placement.components import ComponentSource, Settings
@@ -41,6 +42,7 @@ from refcheck_callbacks.engine.stats import (
     LOST_EXIT,
     LOST_SHUTDOWN_TIMEOUT,
     LOST_SIGNAL,
+    NO_REFERENCES,
     Counters,
     Tally,
 )
@@ -84,6 +86,15 @@ def _invalid(exc: BaseException) -> CheckResult:
     )
 
 
+def _unpaired() -> CheckResult:
+    """The result of a direct check whose pairing found nothing its model saw."""
+    return CheckResult(
+        request=CheckRequest(answer=""),
+        outcome=Outcome.NO_REFERENCES,
+        message="no references: the answering model saw none of the documents captured",
+    )
+
+
 def _default_exporters(capture_content: bool) -> list[Exporter]:
     from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
 
@@ -99,14 +110,17 @@ class RefCheckMonitor:
             Either may also be a spec, as `refcheck` takes it (`"nli:MODEL"`, `"llm:MODEL"`,
             `"remote:URL"`, `"py:package.module:Factory"`), or a factory called without
             arguments (a class, a module-level function).
-        placement: where extraction and checking run. "thread" (default): on the monitor's
-            background thread, sharing the app's GIL. "process": in a child process started
+        placement: where extraction and checking run. "process": in a child process started
             with multiprocessing's spawn, so the app's process only captures, queues, redacts
             and exports; the extractor and checker must then be specs or picklable factories
             (the child builds them), and the app's entry point must be guarded by
             `if __name__ == "__main__":` as for any spawned process. A child that crashes,
             is killed or hangs is replaced; the requests it held end `error`
-            (`CheckingProcessError`). See `engine.placement`.
+            (`CheckingProcessError`). "thread": on the monitor's background thread, sharing
+            the app's GIL. None (default): "process" where a child can start, else "thread"
+            with one `PlacementWarning` that says why (components built in the app, a
+            factory the child cannot import, no main guard, a process that cannot spawn).
+            See `engine.placement`.
         aggregator: "strict" (default) or "major" for the response label; soft ratios are
             always reported.
         sample_rate: share of submitted answers to check, stable per trace id.
@@ -150,7 +164,7 @@ class RefCheckMonitor:
         timeouts: StageTimeouts | None = None,
         limits: InputLimits | None = None,
         exit_timeout: float = 5.0,
-        placement: Placement | str = Placement.THREAD,
+        placement: Placement | str | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
     ) -> None:
         self.aggregator = Aggregator(aggregator)
@@ -285,13 +299,18 @@ class RefCheckMonitor:
             raw = capture(fields, context)
         except TypeError as exc:
             return _invalid(exc)
-        return self._build(raw)
+        built = self._build(raw)
+        return _unpaired() if built is None else built
 
-    def _build(self, raw: RawInput) -> CheckRequest | CheckResult:
+    def _build(self, raw: RawInput) -> CheckRequest | CheckResult | None:
+        """The request to check, or an `invalid_input` result when none can be built; None
+        when an integration's `Pairing` found nothing its model saw (see `intake.paired`)."""
         try:
-            return build_request(raw, self.limits)
+            decided = paired(raw)
+            return None if decided is None else build_request(decided, self.limits)
         except BaseException as exc:
-            # Even SystemExit from a `references` callable: it fails this request alone.
+            # Even SystemExit from a `references` callable or a pairing: it fails this request
+            # alone.
             return _invalid(exc)
 
     def _refused(self, request: CheckRequest, reason: str | None = None) -> CheckResult:
@@ -329,9 +348,12 @@ class RefCheckMonitor:
 
     async def _process(self, raws: list[RawInput]) -> list[CheckResult]:
         built = [self._build(raw) for raw in raws]
+        unpaired = built.count(None)
+        if unpaired:
+            self.record(Tally.SKIPPED, NO_REFERENCES, unpaired)
         requests = [b for b in built if isinstance(b, CheckRequest)]
         results = iter(await self._run(requests))
-        return [b if isinstance(b, CheckResult) else next(results) for b in built]
+        return [b if isinstance(b, CheckResult) else next(results) for b in built if b is not None]
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 Every drop, skip and internal error is counted here (exact, thread-safe) and forwarded to the
 exporters as a metric. Every accepted submission ends delivered (its result reached the
-exporters and hooks) or dropped with one of the `LOST_*` reasons, so at any quiet moment
+exporters and hooks), dropped with one of the `LOST_*` reasons, or, when an integration left
+its pairing to the worker and the answering model saw nothing to check against, skipped
+`NO_REFERENCES` there; so at any quiet moment, for submissions without a pairing,
 `accepted == delivered + stats.get(Tally.DROPPED, reason) summed over LOST_REASONS`.
 """
 
@@ -37,6 +39,8 @@ LOST_SIGNAL = "signal"
 LOST_WORKER_CRASH = "worker_crash"
 """Accepted, but the worker lost it to a failure of refcheck's own (a bug: see the log)."""
 LOST_REASONS = (LOST_SHUTDOWN_TIMEOUT, LOST_EXIT, LOST_SIGNAL, LOST_WORKER_CRASH)
+NO_REFERENCES = "no_references"
+"""Skipped: the answering model saw nothing to check the answer against."""
 
 
 class Counters:

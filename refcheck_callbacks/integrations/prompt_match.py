@@ -7,12 +7,15 @@ directly). Matching each candidate's text against the prompt tells them apart wh
 app's shape. Whitespace is normalised on both sides; a long document matches on its first
 `PROBE_CHARS` characters, so a prompt that truncates documents still shows them.
 
-Linear in the prompt and the candidates (`str.__contains__` with a bounded needle), and run
-in the monitor's worker, except for the few cheap checks `pairing` makes at a root's end.
+Linear in the prompt and the candidates (`str.__contains__` with a bounded needle; a probe
+reads only the start of its document), and run in the monitor's worker, never on the app's
+thread. Long texts are normalised a slice at a time, so that the worker, sharing the app's
+GIL in the thread placement, never holds it for long in one call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 PROBE_CHARS = 160
@@ -20,16 +23,40 @@ PROBE_CHARS = 160
 MIN_PROBE_CHARS = 12
 """Shorter documents match only as a whole word sequence of this length or more: "Yes" is
 in every prompt."""
+SLICE_CHARS = 1 << 16
+"""Characters normalised in one call (a slice ends at whitespace)."""
+_WHITESPACE = re.compile(r"\s")
+"""What `str.split()` splits on (both use Python's Unicode whitespace)."""
 
 
 def normalize(text: str) -> str:
-    return " ".join(text.split())
+    """Whitespace runs collapsed to one space, none at the ends."""
+    if len(text) <= SLICE_CHARS:
+        return " ".join(text.split())
+    words = []
+    start = 0
+    while start < len(text):
+        end = start + SLICE_CHARS
+        if end < len(text):
+            space = _WHITESPACE.search(text, end)
+            end = len(text) if space is None else space.start()
+        if piece := " ".join(text[start:end].split()):
+            words.append(piece)
+        start = end
+    return " ".join(words)
 
 
 def probe(text: str) -> str | None:
-    """The part of a document's text to look for; None when too short to tell anything."""
-    normalized = normalize(text)[:PROBE_CHARS]
-    return normalized if len(normalized) >= MIN_PROBE_CHARS else None
+    """The part of a document's text to look for; None when too short to tell anything.
+    Normalises only as much of the start as the probe needs (a prefix's normalised text is a
+    prefix of the whole one's)."""
+    window = 4 * PROBE_CHARS
+    head = normalize(text[:window])
+    while len(head) < PROBE_CHARS and window < len(text):
+        window *= 4
+        head = normalize(text[:window])
+    needle = head[:PROBE_CHARS]
+    return needle if len(needle) >= MIN_PROBE_CHARS else None
 
 
 def in_prompt(text: str, prompt: str) -> bool:

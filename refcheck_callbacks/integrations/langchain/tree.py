@@ -8,7 +8,6 @@ root, when it ends, is paired (`pairing`) and submitted, parked (`parked`) or co
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
@@ -144,12 +143,15 @@ class RunTree(BaseCallbackHandler):
     # -- submitting -----------------------------------------------------------------------
 
     def _finish(self, state: RootRun, output: Any, end_inputs: Any) -> None:
+        """Submit the root's answer for pairing in the worker (`pairing.CapturedAnswer`), park
+        its documents when it has no answer, or count why it has neither. Reads no text: the
+        time must not grow with the documents."""
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
             self._skip("answer_incomplete")
             return
-        answer = pairing.answer_of(state, output, self.answer_from, self.output_key)
+        answer = pairing.answer_options(state, output, self.answer_from, self.output_key)
         if answer is None:
             documents = state.documents or state.extra_documents
             if documents:
@@ -157,39 +159,33 @@ class RunTree(BaseCallbackHandler):
             else:
                 self._skip("no_references")
             return
-        text, generation = answer
-        prompt = None if generation is None else generation.inputs
-        parked: list[Any] = []
+        # Without documents, choosing the answering generation reads no prompt text (only
+        # whether a prompt holds a tool result), so it is done here when it decides skipping.
+        generation = None if state.documents or state.extra_documents else answer.choose(())[1]
+        parked = None
         if not pairing.has_sources(state, generation):
-            claimed = None
-            if generation is not None:
-                claimed = self._parked.claim(
-                    state.pair_key,
-                    functools.partial(pairing.saw_context, generation),
-                )
-            if not claimed:
+            parked = None if generation is None else self._parked.peek(state.pair_key)
+            if parked is None:
                 self._skip("no_references")
                 return
-            parked = claimed
         question = pairing.question_of(state, self.question_key, end_inputs)
-        chosen = state.override.get("references", state.references_output)
-        self.monitor.submit(
+        captured = pairing.CapturedAnswer(
+            state.documents,
+            state.extra_documents,
+            state.override.get("references", state.references_output),
+            answer,
+            parked,
+        )
+        submitted = self.monitor.submit(
             question=question,
-            answer=text,
-            # Chosen in the monitor's worker, off the app's thread.
-            references=functools.partial(
-                pairing.select_references,
-                state.documents,
-                state.extra_documents,
-                parked,
-                prompt,
-                chosen,
-            ),
+            pairing=captured,
             trace_context=state.trace_context,
             metadata=pairing.metadata_of(state, question),
-            model=None if generation is None else generation.model,
-            response_id=None if generation is None else generation.response_id,
         )
+        if not submitted and parked is not None:
+            # Sampled out or dropped (and counted): the answer had its retrieval all the same,
+            # which is not left to be counted `unpaired` as well.
+            parked.take()
 
     def _skip(self, reason: str) -> None:
         self.monitor.record(Tally.SKIPPED, reason)

@@ -7,7 +7,6 @@ each query root into one `monitor.submit`. See that module for the rules it foll
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import AsyncIterator, Hashable, Iterator
 from dataclasses import dataclass, field
@@ -317,17 +316,14 @@ class QueryCapture:
         if answer is None:
             self.monitor.record(Tally.SKIPPED, "no_answer")
             return
-        chosen = override.get("references")
         self.monitor.submit(
             question=override.get("question", query.question),
-            answer=answer,
-            # Converted in the monitor's worker, off the app's thread.
-            references=functools.partial(pairing.references, query.nodes, query.shown)
-            if chosen is None
-            else functools.partial(pairing.given_references, chosen),
+            # Its nodes become references in the monitor's worker, off the app's thread.
+            pairing=pairing.CapturedQuery(
+                answer, query.nodes, query.shown, override.get("references"), query.model
+            ),
             trace_context=query.trace_context,
             metadata=query.tags,
-            model=query.model,
         )
 
     def _evicted(self, query: _Query, reason: str) -> None:
