@@ -69,12 +69,11 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from refcheck_callbacks import RefCheckMonitor
-from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.contract.components import Checker, Extractor
 from refcheck_callbacks.embeddings.langchain import (
     SentenceEncoderEmbeddings,
 )
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
-from refcheck_callbacks.extract.base import Extractor
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
 
 FACTS = {

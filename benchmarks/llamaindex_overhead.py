@@ -52,11 +52,12 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from refcheck_callbacks import CheckRequest, RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.contract.components import Extraction
 from refcheck_callbacks.embeddings.llamaindex import (
     SentenceEncoderEmbedding,
 )
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
-from refcheck_callbacks.extract.base import Extraction, SyncExtractor
+from refcheck_callbacks.extract.base import SyncExtractor
 from refcheck_callbacks.integrations.llamaindex import instrument as llamaindex
 
 DOCUMENTS = [

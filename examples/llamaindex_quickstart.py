@@ -22,7 +22,7 @@ from llama_index.core.schema import TextNode
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.demo.quickstart import load_examples, print_result
+from refcheck_callbacks.demo.examples import load_examples, print_result
 from refcheck_callbacks.embeddings.llamaindex import SentenceEncoderEmbedding
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.integrations.llamaindex import (

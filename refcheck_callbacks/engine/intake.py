@@ -2,92 +2,23 @@
 
 Production inputs are messy: bytes with invalid UTF-8, lone surrogates, None, a 5 MB page.
 Every repair is recorded in `CheckRequest.notes`, so a result always says what was checked.
-Runs in the worker, never on the caller's path.
 
-An integration that cannot tell the answer's references without reading text (which
-documents the answering model's prompt shows, which of several generations saw them) does
-not decide on the app's thread, where the time would grow with the documents: it submits a
-`Pairing`, the candidates it captured, and the worker decides with `paired` before the
-request is built.
+`capture` is the one part on the caller's path: it keeps the `AnswerFields` as given (O(1)).
+In the worker, `paired` calls an integration's `Pairing` where it left the pairing to the
+worker (see `contract.answers`), then `build_request` makes the request.
 """
 
 from __future__ import annotations
 
 import re
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict
+from typing import Any
 
+from refcheck_callbacks.contract.answers import ANSWER_FIELDS, AnswerFields, InputLimits, Pairing
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference, TraceContext
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-@dataclass(frozen=True)
-class InputLimits:
-    """Bounds on what one request may hold; beyond them text is truncated (and noted)."""
-
-    max_answer_chars: int = 20_000
-    max_reference_chars: int = 200_000
-    """Across all references of a request."""
-    max_references: int = 100
-    max_claims: int = 64
-    """Claims checked per request, given or extracted; the rest are left out, and noted."""
-
-
-@dataclass(frozen=True, slots=True)
-class Paired:
-    """What a `Pairing` decided: the fields of `AnswerFields` of the same names."""
-
-    answer: Any
-    references: Any
-    model: str | None = None
-    response_id: str | None = None
-
-
-class Pairing(ABC):
-    """An answer as an integration captured it, paired in the worker.
-
-    The callback keeps references to what it saw (candidate documents, the prompts of the
-    generations that may have answered, what the app chose) and submits this; `pair` reads the
-    texts, off the app's thread. One implementation per integration holds its rules.
-    """
-
-    @abstractmethod
-    def pair(self) -> Paired | None:
-        """The answer, its references and the generation's model and id; None when the
-        answering model saw nothing to check against (counted as skipped `no_references`).
-        Runs in the monitor's worker; what it raises fails this request alone."""
-
-
-class AnswerFields(TypedDict, total=False):
-    """What `RefCheckMonitor.submit`, `check` and `acheck` take, all by keyword.
-
-    Every field is optional and taken as given: turning it into a valid `CheckRequest` happens
-    later, off the caller's path, and notes every repair.
-    """
-
-    answer: Any
-    """The answer the user got: str, or bytes (decoded as UTF-8, invalid bytes replaced)."""
-    references: Any
-    """The documents the answering model saw: texts, mappings with "text" (and "id", "score",
-    "metadata"), `Reference`s, or a zero-argument callable returning them (called in the
-    worker, so that converting the caller's own objects runs off its thread; an integration
-    that must also decide the answer submits a `Pairing` instead)."""
-    question: Any
-    claims: Any
-    """Claims to check instead of extracting them: texts or `Claim`s."""
-    trace_context: TraceContext | None
-    """The span to parent the evaluation to; by default the caller's current span. None: none."""
-    metadata: Mapping[str, Any] | None
-    model: str | None
-    """The model that wrote the answer (`gen_ai.request.model`)."""
-    response_id: str | None
-    """The generation's id (`gen_ai.response.id`)."""
-    pairing: Pairing | None
-    """Instead of `answer`, `references`, `model` and `response_id`: an integration's capture
-    of them, decided in the worker (`Pairing.pair`)."""
 
 
 @dataclass(slots=True)
@@ -106,18 +37,15 @@ class RawInput:
     pairing: Pairing | None = None
 
 
-_FIELD_NAMES = frozenset(AnswerFields.__annotations__)
-
-
 def capture(
     fields: AnswerFields, context: TraceContext | None, submitted_at: float = 0.0
 ) -> RawInput:
     """The fields as given, with the trace context already resolved. O(1); raises TypeError
     for a field that is not one of `AnswerFields`."""
-    unknown = fields.keys() - _FIELD_NAMES
+    unknown = fields.keys() - ANSWER_FIELDS
     if unknown:
         raise TypeError(
-            f"unknown fields {sorted(unknown)}; expected some of {sorted(_FIELD_NAMES)}"
+            f"unknown fields {sorted(unknown)}; expected some of {sorted(ANSWER_FIELDS)}"
         )
     get = fields.get
     return RawInput(

@@ -15,7 +15,7 @@ from refcheck_callbacks import (
     Tally,
 )
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.engine.intake import Paired, Pairing
+from refcheck_callbacks.contract.answers import Paired, Pairing
 
 REFERENCE = "The Eiffel Tower is 330 metres tall. It was completed in 1889 in Paris."
 

@@ -44,16 +44,16 @@ from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 
-from refcheck_callbacks.engine.intake import Paired, Pairing
-from refcheck_callbacks.integrations import prompt_match
+from refcheck_callbacks.contract.answers import Paired, Pairing
 from refcheck_callbacks.integrations.langchain import outputs as read
+from refcheck_callbacks.integrations.langchain.parked import ParkedClaim
 from refcheck_callbacks.integrations.langchain.run import (
     IN_ANSWER,
     IN_RETRIEVER,
     Generation,
     RootRun,
 )
-from refcheck_callbacks.integrations.parked import ParkedClaim
+from refcheck_callbacks.integrations.shared import prompt_match
 
 AnswerSource = Literal["output", "llm"]
 OVERRIDE_KEYS = ("question", "answer", "references")

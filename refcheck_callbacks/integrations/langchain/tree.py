@@ -14,11 +14,12 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from refcheck_callbacks.engine.monitor import RefCheckMonitor
-from refcheck_callbacks.engine.stats import Tally
-from refcheck_callbacks.engine.tracing import current_trace_context
+from refcheck_callbacks.contract.answers import AnswerSink
+from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipReason
+from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain import pairing
+from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments, pairing_key
 from refcheck_callbacks.integrations.langchain.run import (
     ANSWER_TAG,
     IN_ANSWER,
@@ -27,15 +28,14 @@ from refcheck_callbacks.integrations.langchain.run import (
     RootRun,
 )
 from refcheck_callbacks.integrations.langchain.trace import attaches_context, instrumentation_span
-from refcheck_callbacks.integrations.parked import ParkedDocuments, pairing_key
-from refcheck_callbacks.integrations.run_state import RunStates
+from refcheck_callbacks.integrations.shared.run_state import RunStates
 from refcheck_callbacks.support.logs import logger
 
 
 class RunTree(BaseCallbackHandler):
     """Per-root state and submission; `RefCheckCallbackHandler` feeds it from callbacks."""
 
-    monitor: RefCheckMonitor
+    sink: AnswerSink
     question_key: str | None
     answer_from: pairing.AnswerSource
     output_key: str | None
@@ -149,7 +149,7 @@ class RunTree(BaseCallbackHandler):
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
-            self._skip("answer_incomplete")
+            self.sink.skipped(SkipReason.ANSWER_INCOMPLETE)
             return
         answer = pairing.answer_options(state, output, self.answer_from, self.output_key)
         if answer is None:
@@ -157,7 +157,7 @@ class RunTree(BaseCallbackHandler):
             if documents:
                 self._parked.park(state.pair_key, documents)
             else:
-                self._skip("no_references")
+                self.sink.skipped(SkipReason.NO_REFERENCES)
             return
         # Without documents, choosing the answering generation reads no prompt text (only
         # whether a prompt holds a tool result), so it is done here when it decides skipping.
@@ -166,7 +166,7 @@ class RunTree(BaseCallbackHandler):
         if not pairing.has_sources(state, generation):
             parked = None if generation is None else self._parked.peek(state.pair_key)
             if parked is None:
-                self._skip("no_references")
+                self.sink.skipped(SkipReason.NO_REFERENCES)
                 return
         question = pairing.question_of(state, self.question_key, end_inputs)
         captured = pairing.CapturedAnswer(
@@ -176,7 +176,7 @@ class RunTree(BaseCallbackHandler):
             answer,
             parked,
         )
-        submitted = self.monitor.submit(
+        submitted = self.sink.submit(
             question=question,
             pairing=captured,
             trace_context=state.trace_context,
@@ -187,21 +187,18 @@ class RunTree(BaseCallbackHandler):
             # which is not left to be counted `unpaired` as well.
             parked.take()
 
-    def _skip(self, reason: str) -> None:
-        self.monitor.record(Tally.SKIPPED, reason)
-
     def _unpaired(self, count: int) -> None:
-        self.monitor.record(Tally.SKIPPED, "unpaired", count)
+        self.sink.skipped(SkipReason.UNPAIRED, count)
 
     def _evicted(self, state: RootRun, why: str) -> None:
         self._roots_with_parent.discard(state.key)
         if why == "expired":
-            self.monitor.record(Tally.SKIPPED, "run_expired")
+            self.sink.skipped(SkipReason.RUN_EXPIRED)
         else:
-            self.monitor.record(Tally.DROPPED, "run_overflow")
+            self.sink.dropped(DropReason.RUN_OVERFLOW)
 
     def _failed(self, callback: str) -> None:
-        # A broken monitor cannot count its own failure; the log line still tells the user.
+        # A broken sink cannot count its own failure; the log line still tells the user.
         with contextlib.suppress(Exception):
-            self.monitor.record(Tally.ERRORS, "langchain_callback")
+            self.sink.errored(ErrorReason.LANGCHAIN_CALLBACK)
         logger.exception("refcheck: LangChain callback %s failed; the run is not checked", callback)

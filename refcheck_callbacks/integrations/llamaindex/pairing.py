@@ -27,8 +27,8 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import BaseNode
 
-from refcheck_callbacks.engine.intake import Paired, Pairing
-from refcheck_callbacks.integrations.user_input import text_field
+from refcheck_callbacks.contract.answers import Paired, Pairing
+from refcheck_callbacks.integrations.shared.user_input import text_field
 
 
 def question_of(query: Any) -> Any:

@@ -18,12 +18,12 @@ from tiny_nli import save_model
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from refcheck_callbacks import RefCheckMonitor
-from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.check.merge import merge_label
 from refcheck_callbacks.check.nli.checker import NLIChecker
 from refcheck_callbacks.check.nli.labels import LabelSchemeError
 from refcheck_callbacks.check.nli.precision import TieGuard, top_two_margin
 from refcheck_callbacks.check.segments import segment_text
+from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.types import CheckItem, Claim, Label, Outcome, Reference, Verdict
 

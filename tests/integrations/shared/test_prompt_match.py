@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from refcheck_callbacks.integrations import prompt_match
-from refcheck_callbacks.integrations.prompt_match import PROBE_CHARS, SLICE_CHARS
+from refcheck_callbacks.integrations.shared import prompt_match
+from refcheck_callbacks.integrations.shared.prompt_match import PROBE_CHARS, SLICE_CHARS
 
 WHITESPACE = [" ", "\n", "\t", "   ", "\u00a0", "\u2003", "\x1c", "\r\n"]
 
