@@ -394,5 +394,5 @@ def test_model_inputs_and_segments_match_the_tokenizers_own_calls(minilm_nli: NL
         overlap_tokens=minilm_nli.segment_overlap_tokens,
         count_tokens=lambda t: len(minilm_nli.tokenizer(t, add_special_tokens=False)["input_ids"]),
     )
-    spans = minilm_nli._reference_spans([long_reference])[long_reference]
+    spans = minilm_nli.segments.spans([long_reference])[long_reference]
     assert spans == tuple((s.start, s.end) for s in one_at_a_time)
