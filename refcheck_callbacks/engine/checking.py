@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from refcheck_callbacks.contract.answers import InputLimits
 from refcheck_callbacks.contract.reasons import DropReason, SkipReason, Tally
 from refcheck_callbacks.engine.delivery import Delivery
-from refcheck_callbacks.engine.intake import RawInput, build_request, paired
+from refcheck_callbacks.engine.intake import build_request, paired
 from refcheck_callbacks.engine.placement.in_thread import Runner
+from refcheck_callbacks.engine.submission import RawInput
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome
 

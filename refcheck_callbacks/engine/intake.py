@@ -1,65 +1,23 @@
-"""Turning whatever the caller passed into a valid `CheckRequest`, without ever raising.
+"""Turning what `submit` captured into a valid `CheckRequest`, in the worker, never raising.
 
 Production inputs are messy: bytes with invalid UTF-8, lone surrogates, None, a 5 MB page.
 Every repair is recorded in `CheckRequest.notes`, so a result always says what was checked.
-
-`capture` is the one part on the caller's path: it keeps the `AnswerFields` as given (O(1)).
-In the worker, `paired` calls an integration's `Pairing` where it left the pairing to the
-worker (see `contract.answers`), then `build_request` makes the request.
+`paired` first calls an integration's `Pairing` where it left the pairing to the worker (see
+`contract.answers`), then `build_request` makes the request.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from refcheck_callbacks.contract.answers import ANSWER_FIELDS, AnswerFields, InputLimits, Pairing
-from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference, TraceContext
+from refcheck_callbacks.contract.answers import InputLimits
+from refcheck_callbacks.engine.submission import RawInput
+from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-@dataclass(slots=True)
-class RawInput:
-    """The caller's `AnswerFields`, captured as-is on the hot path."""
-
-    answer: Any
-    references: Any
-    question: Any = None
-    claims: Any = None
-    trace_context: TraceContext | None = None
-    metadata: Any = None
-    model: Any = None
-    response_id: Any = None
-    submitted_at: float = 0.0
-    pairing: Pairing | None = None
-
-
-def capture(
-    fields: AnswerFields, context: TraceContext | None, submitted_at: float = 0.0
-) -> RawInput:
-    """The fields as given, with the trace context already resolved. O(1); raises TypeError
-    for a field that is not one of `AnswerFields`."""
-    unknown = fields.keys() - ANSWER_FIELDS
-    if unknown:
-        raise TypeError(
-            f"unknown fields {sorted(unknown)}; expected some of {sorted(ANSWER_FIELDS)}"
-        )
-    get = fields.get
-    return RawInput(
-        get("answer"),
-        get("references"),
-        get("question"),
-        get("claims"),
-        context,
-        get("metadata"),
-        get("model"),
-        get("response_id"),
-        submitted_at,
-        fields.get("pairing"),
-    )
 
 
 def paired(raw: RawInput) -> RawInput | None:

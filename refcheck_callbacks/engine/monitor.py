@@ -1,14 +1,14 @@
 """`RefCheckMonitor`: the one object an app creates; it checks answers in the background.
 
-It is the `AnswerSink` integrations submit to. `submit` is the production path: it captures the
-arguments, samples, and enqueues in microseconds, never blocking or raising. The worker then
-hands each batch to the monitor's `Checking` (pairing, building, running the pipeline where
-the placement puts it, delivering to the exporters and `on_result` hooks). `check` / `acheck`
-run one answer through the same path directly and return its result. Everything not checked
-is counted in `stats`: every accepted submission is delivered or counted dropped with a reason,
-also when `shutdown`, interpreter exit or a signal (`install_signal_handlers`) ends the monitor
-before its result is ready. `flush` and `shutdown` each keep one deadline in total, whatever
-the exporters do.
+It is the `AnswerSink` integrations submit to. `submit` is the production path: it captures
+the arguments (`submission`), samples, and enqueues in microseconds, never blocking or
+raising. The worker then hands each batch to the monitor's `Checking` (pairing, building,
+running the pipeline where the placement puts it, delivering to the exporters and `on_result`
+hooks). `check` / `acheck` run one answer through the same path directly and return its
+result. Everything not checked is counted in `stats`: every accepted submission is delivered
+or counted dropped with a reason, also when `shutdown`, interpreter exit or a signal
+(`install_signal_handlers`) ends the monitor before its result is ready. `flush` and
+`shutdown` each keep one deadline in total, whatever the exporters do.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
 from refcheck_callbacks.contract.components import Checker, Exporter, Extractor
@@ -33,46 +33,29 @@ from refcheck_callbacks.contract.reasons import (
     Tally,
 )
 from refcheck_callbacks.contract.registry import EXPORTERS, ConflictSource, Source, build
-from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.engine import signals
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.checking import Checking, invalid_input, unpaired
 from refcheck_callbacks.engine.counters import Counters
 from refcheck_callbacks.engine.delivery import Delivery, ResultHook
-from refcheck_callbacks.engine.intake import RawInput, capture
 from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.engine.placement.components import Settings
 from refcheck_callbacks.engine.placement.in_thread import InThread
 from refcheck_callbacks.engine.placement.runner import runner_for
 from refcheck_callbacks.engine.sampling import Sampler
+from refcheck_callbacks.engine.submission import RawInput, capture, trace_context_of
 from refcheck_callbacks.engine.worker import BackgroundWorker
 from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.support.blocking import STAGE_THREADS
 from refcheck_callbacks.support.deadline import Deadline
 from refcheck_callbacks.support.logs import logger
-from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement, TraceContext
+from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 DEFAULT_EXPORTERS = ("opentelemetry",)
 """The exporters of a monitor given none: spans, events and metrics on the global providers."""
-
-
-class _Auto:
-    """Sentinel: capture the caller's current OpenTelemetry context."""
-
-    def __repr__(self) -> str:
-        return "AUTO"
-
-
-AUTO: Any = _Auto()
-
-
-def _context(fields: AnswerFields) -> TraceContext | None:
-    """The trace context a request is parented to: the given one, else the caller's."""
-    context = fields.get("trace_context", AUTO)
-    return current_trace_context() if context is AUTO else context
 
 
 def _exporters(given: Sequence[Exporter | str] | None, capture_content: bool) -> list[Exporter]:
@@ -204,7 +187,7 @@ class RefCheckMonitor:
         `AnswerFields` (counted as an error, `submit`).
         """
         try:
-            context = _context(fields)
+            context = trace_context_of(fields)
             if not self._sampler.should_check(context):
                 self.skipped(SkipReason.SAMPLED_OUT)
                 return False
@@ -281,7 +264,7 @@ class RefCheckMonitor:
     def _request(self, fields: AnswerFields) -> CheckRequest | CheckResult:
         """The request to check, or an `invalid_input` result when none can be built."""
         try:
-            context = _context(fields)
+            context = trace_context_of(fields)
         except Exception:
             context = None
         try:
