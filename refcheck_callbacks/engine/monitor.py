@@ -18,7 +18,6 @@ import atexit
 import concurrent.futures
 import signal
 import time
-import weakref
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -170,9 +169,11 @@ class RefCheckMonitor:
             exporter.bind(lambda: self._worker.queue_size)
         self._shut_down = False
         self._signals: set[int] = set()
-        ref = weakref.ref(self)
-        self._atexit = lambda: (m := ref()) and m._close(Deadline(exit_timeout), DropReason.EXIT)
-        atexit.register(self._atexit)
+        self._exit_timeout = exit_timeout
+        # Held until `shutdown`, so that a monitor the app let go of without shutting it down
+        # still finishes its work at exit, and stops its checking process before
+        # multiprocessing's own exit hook would wait for it.
+        atexit.register(self._at_exit)
 
     # -- the hot path: the AnswerSink an integration uses ----------------------------------
 
@@ -311,6 +312,10 @@ class RefCheckMonitor:
         """
         signals.install(self, self._signals, tuple(signums), timeout)
 
+    def _at_exit(self) -> None:
+        """At interpreter exit: finish within `exit_timeout`; what is left is dropped (`exit`)."""
+        self._close(Deadline(self._exit_timeout), DropReason.EXIT)
+
     def finish_on_signal(self, timeout: float, ends_process: bool) -> None:
         """What `install_signal_handlers`' handler does before chaining (see there)."""
         deadline = Deadline(timeout)
@@ -325,7 +330,7 @@ class RefCheckMonitor:
         first = not self._shut_down
         self._shut_down = True
         if first:
-            atexit.unregister(self._atexit)
+            atexit.unregister(self._at_exit)
         flushed = self._worker.shutdown(deadline.remaining(), reason)
         if first:
             self.runner.close(deadline.remaining())
