@@ -184,7 +184,7 @@ def test_a_failing_redact_hook_ends_the_request_in_the_app() -> None:
         ({"checker": KeywordChecker()}, "not a built KeywordChecker"),
         ({"checker": lambda: KeywordChecker()}, "cannot be pickled"),
         ({"checker": KeywordChecker, "placement": "service"}, "RemoteChecker"),
-        ({"checker": KeywordChecker, "placement": "cluster"}, "'thread' or 'process'"),
+        ({"checker": KeywordChecker, "placement": "cluster"}, "'thread', 'process' or 'service'"),
     ],
     ids=["built", "lambda", "service", "unknown"],
 )
