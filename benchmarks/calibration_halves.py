@@ -58,7 +58,9 @@ def _one_split(
     fit_half, measured = _halves(rows, seed)
     points = fit_points(fit_half, defaults, target)
     before = figures(measured, [row.verdict for row in measured])
-    after = figures(measured, [relabel(row.verdict, points) for row in measured])
+    after = figures(
+        measured, [relabel(row.verdict, points, defaults.support_threshold) for row in measured]
+    )
     return {
         "seed": seed,
         "fitted_on": len(fit_half),

@@ -4,9 +4,10 @@ The checker labels every claim once, through the same pipeline as in production,
 decision points; fitting then only re-cuts those verdicts (`check.calibration.points`), so the
 search is cheap. It chooses the points with the best balanced accuracy among those whose
 false-contradiction rate (gold-supported claims labelled Contradiction, the contradiction
-rate of clean traffic) stays within the target. Ties go to the points that keep the most
-Contradictions on unsupported claims (the signal an alert reads), then to those nearest the
-checker's own. Where no points meet the target, the lowest false-contradiction rate wins.
+rate of clean traffic) stays within the target, counting as best any within one standard
+error of the top score (`fit_points`). Of those it takes the points that keep the most
+Contradictions on unsupported claims (the signal an alert reads), then the threshold nearest
+the checker's own. Where no points meet the target, the lowest false-contradiction rate wins.
 
 Figures are cross-validated by response: the claims of one answer are never split between
 fitting and measuring, as an app's answers would not be.
@@ -107,17 +108,22 @@ class _Arrays:
     entailment: np.ndarray
     contradiction: np.ndarray
     is_contradiction: np.ndarray
+    vetoed: np.ndarray
+    """Neutral although P(entailment) passed the checker's own threshold (`relabel`)."""
     kind: np.ndarray
     """Index into `_KINDS`; -1 for a Contradiction without a kind, or none."""
     gold: np.ndarray
 
     @classmethod
-    def of(cls, rows: Sequence[Scored]) -> _Arrays:
+    def of(cls, rows: Sequence[Scored], own_threshold: float) -> _Arrays:
         verdicts = [row.verdict for row in rows]
+        entailment = np.array([support(v) for v in verdicts], dtype=np.float64)
+        neutral = np.array([v.label is Label.NEUTRAL for v in verdicts])
         return cls(
-            np.array([support(v) for v in verdicts], dtype=np.float64),
+            entailment,
             np.array([contradiction_probability(v) for v in verdicts], dtype=np.float64),
             np.array([v.label is Label.CONTRADICTION for v in verdicts]),
+            neutral & (entailment >= own_threshold),
             np.array([-1 if v.conflict is None else _KINDS.index(v.conflict) for v in verdicts]),
             np.array([row.supported for row in rows]),
         )
@@ -130,65 +136,104 @@ def _candidates(values: np.ndarray, count: int, extra: Sequence[float] = ()) -> 
     return np.unique(np.concatenate([quantiles, np.asarray(extra, dtype=np.float64)]))
 
 
-def _best_threshold(
-    arrays: _Arrays, kept: np.ndarray, thresholds: np.ndarray, default: float
-) -> tuple[float, float]:
-    """(balanced accuracy, threshold): the best cut of the claims not kept as Contradiction."""
-    free = ~kept
+@dataclass(frozen=True)
+class _Option:
+    """One choice of which Contradictions to keep, with every threshold's rates."""
+
+    kinds: tuple[ConflictKind, ...]
+    bar: float
+    false_rate: float
+    flagged: int
+    """Contradictions kept on gold-unsupported claims: the signal an alert reads."""
+    true_positive: np.ndarray
+    true_negative: np.ndarray
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        return np.asarray(np.round(0.5 * (self.true_positive + self.true_negative), 12))
+
+
+def _option(arrays: _Arrays, kinds: tuple[int, ...], bar: float, thresholds: np.ndarray) -> _Option:
+    accepted = np.isin(arrays.kind, [*kinds, -1])
+    kept = arrays.is_contradiction & accepted & (arrays.contradiction >= bar)
+    free = ~kept & ~arrays.vetoed  # what the threshold decides
     positives = np.sort(arrays.entailment[free & arrays.gold])
     negatives = np.sort(arrays.entailment[free & ~arrays.gold])
     n_pos, n_neg = int(arrays.gold.sum()), int((~arrays.gold).sum())
-    true_positive = (len(positives) - np.searchsorted(positives, thresholds, "left")) / n_pos
-    false_positive = (len(negatives) - np.searchsorted(negatives, thresholds, "left")) / n_neg
-    accuracy = np.round(0.5 * (true_positive + 1.0 - false_positive), 12)
-    best = np.flatnonzero(accuracy == accuracy.max())
-    chosen = best[np.argmin(np.abs(thresholds[best] - default))]
-    return float(accuracy[chosen]), float(thresholds[chosen])
+    return _Option(
+        kinds=tuple(_KINDS[k] for k in sorted(kinds)),
+        bar=float(bar),
+        false_rate=float(kept[arrays.gold].mean()),
+        flagged=int(kept[~arrays.gold].sum()),
+        true_positive=(len(positives) - np.searchsorted(positives, thresholds, "left")) / n_pos,
+        # A kept Contradiction on an unsupported claim is a true negative at every threshold.
+        true_negative=1.0
+        - (len(negatives) - np.searchsorted(negatives, thresholds, "left")) / n_neg,
+    )
+
+
+def _options(arrays: _Arrays, defaults: DecisionPoints) -> tuple[list[_Option], np.ndarray]:
+    """Every choice of counted kinds (of those the Contradictions show; the others stay
+    counted) and minimum P(contradiction), and the thresholds tried."""
+    present = sorted({int(k) for k in arrays.kind[arrays.is_contradiction] if k >= 0})
+    absent = tuple(k for k in range(len(_KINDS)) if k not in present)
+    thresholds = _candidates(arrays.entailment, THRESHOLDS, [defaults.support_threshold])
+    bars = _candidates(arrays.contradiction[arrays.is_contradiction], CONTRADICTION_BARS, [0.0])
+    options = [
+        _option(arrays, (*kinds, *absent), bar, thresholds)
+        for size in range(len(present), -1, -1)
+        for kinds in itertools.combinations(present, size)
+        for bar in bars
+    ]
+    return options, thresholds
 
 
 def fit_points(
     rows: Sequence[Scored], defaults: DecisionPoints, max_false_contradiction: float
 ) -> DecisionPoints:
     """The decision points for `rows` (module docstring); `ValueError` without both a
-    supported and an unsupported claim."""
-    arrays = _Arrays.of(rows)
+    supported and an unsupported claim.
+
+    Balanced accuracy measured on a few hundred claims moves by a few points from sample to
+    sample, so the best-scoring points overfit: any points within one standard error of the
+    best are as good (the one-standard-error rule), and of those the fit takes the ones that
+    keep the most Contradictions on unsupported claims, then the threshold nearest the
+    checker's own. Small data then leaves the checker as it was."""
+    arrays = _Arrays.of(rows, defaults.support_threshold)
     if arrays.gold.all() or not arrays.gold.any():
         raise ValueError(
             "calibration needs both supported and unsupported labelled claims; "
             f"these {len(rows)} are all {'supported' if arrays.gold.any() else 'unsupported'}"
         )
-    present = sorted({int(k) for k in arrays.kind[arrays.is_contradiction] if k >= 0})
-    absent = [k for k in range(len(_KINDS)) if k not in present]
-    thresholds = _candidates(arrays.entailment, THRESHOLDS, [defaults.support_threshold])
-    bars = _candidates(arrays.contradiction[arrays.is_contradiction], CONTRADICTION_BARS, [0.0])
-    best_key: tuple[float, ...] | None = None
-    best = defaults
-    for size in range(len(present), -1, -1):
-        for kinds in itertools.combinations(present, size):
-            accepted = np.isin(arrays.kind, [*kinds, *absent, -1])
-            for bar in bars:
-                kept = arrays.is_contradiction & accepted & (arrays.contradiction >= bar)
-                false_rate = float(kept[arrays.gold].mean())
-                accuracy, threshold = _best_threshold(
-                    arrays, kept, thresholds, defaults.support_threshold
-                )
-                flagged = float(kept[~arrays.gold].sum())
-                nearness = -abs(threshold - defaults.support_threshold) - float(bar)
-                key = (
-                    (1.0, accuracy, flagged, nearness, 0.0)
-                    if false_rate <= max_false_contradiction + 1e-12
-                    else (0.0, -false_rate, accuracy, flagged, nearness)
-                )
-                if best_key is None or key > best_key:
-                    best_key = key
-                    best = DecisionPoints(
-                        support_threshold=threshold,
-                        min_contradiction=float(bar),
-                        conflict_kinds=tuple(
-                            sorted((_KINDS[k] for k in (*kinds, *absent)), key=_KINDS.index)
-                        ),
-                    )
-    return best
+    options, thresholds = _options(arrays, defaults)
+    feasible = [o for o in options if o.false_rate <= max_false_contradiction + 1e-12]
+    if not feasible:
+        lowest = min(o.false_rate for o in options)
+        feasible = [o for o in options if o.false_rate <= lowest + 1e-12]
+    leader = max(feasible, key=lambda o: float(o.accuracy.max()))
+    at = int(np.argmax(leader.accuracy))
+    tpr, tnr = float(leader.true_positive[at]), float(leader.true_negative[at])
+    n_pos, n_neg = int(arrays.gold.sum()), int((~arrays.gold).sum())
+    error = 0.5 * float(np.sqrt(tpr * (1 - tpr) / n_pos + tnr * (1 - tnr) / n_neg))
+    cutoff = float(leader.accuracy[at]) - error
+    best: tuple[tuple[float, ...], DecisionPoints] | None = None
+    for option in feasible:
+        good = np.flatnonzero(option.accuracy >= cutoff - 1e-12)
+        if len(good) == 0:
+            continue
+        threshold = float(
+            thresholds[good[np.argmin(np.abs(thresholds[good] - defaults.support_threshold))]]
+        )
+        key = (float(option.flagged), -abs(threshold - defaults.support_threshold), -option.bar)
+        if best is None or key > best[0]:
+            points = DecisionPoints(
+                support_threshold=threshold,
+                min_contradiction=option.bar,
+                conflict_kinds=option.kinds,
+            )
+            best = (key, points)
+    assert best is not None  # the leader itself is within its own cutoff
+    return best[1]
 
 
 def folds_by_group(rows: Sequence[Scored], folds: int, seed: int) -> list[int]:
@@ -222,7 +267,7 @@ def cross_validate(
             points = defaults
         for index, f in enumerate(fold):
             if f == held_out:
-                after[index] = relabel(rows[index].verdict, points)
+                after[index] = relabel(rows[index].verdict, points, defaults.support_threshold)
     before = figures(rows, [row.verdict for row in rows])
     return CrossValidated(folds=k, seed=seed, before=before, after=figures(rows, after))
 

@@ -342,9 +342,9 @@ class Pipeline:
         """The verdicts cut at the calibration's decision points (pure arithmetic: no stage)."""
         if self.calibration is None:
             return
-        points = self.calibration.points
+        points, own = self.calibration.points, self.calibration.defaults.support_threshold
         for job in jobs:
-            job.verdicts = [relabel(verdict, points) for verdict in job.verdicts]
+            job.verdicts = [relabel(verdict, points, own) for verdict in job.verdicts]
 
     async def _stage(
         self,

@@ -8,7 +8,7 @@ from refcheck_callbacks.check.calibration.file import (
     DataSize,
     identity_of,
 )
-from refcheck_callbacks.check.calibration.points import DecisionPoints
+from refcheck_callbacks.check.calibration.points import DecisionPoints, defaults_of
 from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 
@@ -25,7 +25,7 @@ def calibration_for(identity: CheckerIdentity, points: DecisionPoints) -> Calibr
         created_at="2026-01-01T00:00:00+00:00",
         checker=identity,
         points=points,
-        defaults=DecisionPoints(support_threshold=0.5),
+        defaults=defaults_of(EmbeddedChecker()),
         max_false_contradiction=0.01,
         data=DataSize(records=1, responses=1, claims=2, supported=1, unsupported=1),
     )

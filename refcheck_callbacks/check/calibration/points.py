@@ -10,8 +10,10 @@ stage, so one rule serves every checker family:
   for this app: a domain where figures are quoted loosely can drop `value` and keep `entity`.
 
 A Contradiction the points do not accept falls back to the support threshold (Entailment or
-Neutral, as if no conflict had been found); any other verdict is cut at the threshold. P(entailment)
-itself is never changed, so a support score's ranking (AUROC) is the same after calibration.
+Neutral, as if no conflict had been found). Any other verdict keeps the checker's label unless
+its P(entailment) lies between the checker's own threshold and the calibrated one (`relabel`):
+the decision point moves, the rest of the checker's logic stays. P(entailment) itself is never
+changed, so a support score's ranking (AUROC) is the same after calibration.
 """
 
 from __future__ import annotations
@@ -56,12 +58,21 @@ def keeps_contradiction(verdict: Verdict, points: DecisionPoints) -> bool:
     return contradiction_probability(verdict) >= points.min_contradiction
 
 
-def relabel(verdict: Verdict, points: DecisionPoints) -> Verdict:
-    """`verdict` labelled at `points` (module docstring); a failed claim stays as it is."""
+def relabel(verdict: Verdict, points: DecisionPoints, own_threshold: float) -> Verdict:
+    """`verdict` labelled at `points` (module docstring); a failed claim stays as it is.
+
+    `own_threshold` is the checker's own support threshold: the threshold moves from there,
+    so a verdict changes only where its P(entailment) lies between the two. A claim the
+    checker left Neutral although its P(entailment) passed its own threshold (the embedded
+    checker's contradiction head can veto support) stays Neutral; at the checker's own points
+    every verdict is as the checker gave it."""
     if verdict.label is None or keeps_contradiction(verdict, points):
         return verdict
     entailment = support(verdict)
-    if entailment < points.support_threshold:
+    supported = entailment >= points.support_threshold
+    if verdict.label is Label.NEUTRAL:
+        supported = supported and entailment < own_threshold
+    if not supported:
         return verdict if verdict.label is Label.NEUTRAL else only_unsupported(verdict)
     if verdict.label is Label.ENTAILMENT:
         return verdict

@@ -30,30 +30,37 @@ def _verdict(label: Label, entailment: float, contradiction: float = 0.0) -> Ver
     )
 
 
-def test_the_support_threshold_cuts_entailment_both_ways() -> None:
-    points = DecisionPoints(support_threshold=0.6)
-    lowered = relabel(_verdict(Label.ENTAILMENT, 0.55), points)
-    raised = relabel(_verdict(Label.NEUTRAL, 0.65), points)
-    assert (lowered.label, raised.label) == (Label.NEUTRAL, Label.ENTAILMENT)
-    assert raised.confidence == pytest.approx(0.65)
-    assert raised.evidence[0].probability == pytest.approx(0.65)
-    assert relabel(_verdict(Label.ENTAILMENT, 0.7), points).label is Label.ENTAILMENT
+def test_the_support_threshold_moves_from_the_checkers_own() -> None:
+    raised = DecisionPoints(support_threshold=0.6)
+    assert relabel(_verdict(Label.ENTAILMENT, 0.55), raised, 0.5).label is Label.NEUTRAL
+    assert relabel(_verdict(Label.ENTAILMENT, 0.7), raised, 0.5).label is Label.ENTAILMENT
+    lowered = DecisionPoints(support_threshold=0.4)
+    taken_in = relabel(_verdict(Label.NEUTRAL, 0.45), lowered, 0.5)
+    assert taken_in.label is Label.ENTAILMENT
+    assert taken_in.confidence == pytest.approx(0.45)
+    assert taken_in.evidence[0].probability == pytest.approx(0.45)
+    # Neutral above the checker's own threshold: the checker ruled it out by other means.
+    assert relabel(_verdict(Label.NEUTRAL, 0.8), lowered, 0.5).label is Label.NEUTRAL
+    for label, entailment in ((Label.NEUTRAL, 0.8), (Label.ENTAILMENT, 0.5), (Label.NEUTRAL, 0.3)):
+        verdict = _verdict(label, entailment)
+        assert relabel(verdict, DecisionPoints(support_threshold=0.5), 0.5) is verdict
 
 
 def test_a_contradiction_stays_only_of_a_counted_kind_and_sure_enough() -> None:
     conflict = _verdict(Label.CONTRADICTION, 0.2, 0.6)
-    assert relabel(conflict, DecisionPoints(support_threshold=0.5)).label is Label.CONTRADICTION
+    same = relabel(conflict, DecisionPoints(support_threshold=0.5), 0.5)
+    assert same.label is Label.CONTRADICTION
     sure = DecisionPoints(support_threshold=0.5, min_contradiction=0.7)
-    dropped = relabel(conflict, sure)
+    dropped = relabel(conflict, sure, 0.5)
     assert (dropped.label, dropped.conflict) == (Label.NEUTRAL, None)
     no_values = DecisionPoints(support_threshold=0.1, conflict_kinds=(ConflictKind.DATE,))
     # Not counted, and P(entailment) 0.2 is above this threshold: supported.
-    assert relabel(conflict, no_values).label is Label.ENTAILMENT
+    assert relabel(conflict, no_values, 0.5).label is Label.ENTAILMENT
 
 
 def test_a_failed_claim_keeps_no_label() -> None:
     failed = Verdict(label=None, error="boom")
-    assert relabel(failed, DecisionPoints(support_threshold=0.0)) is failed
+    assert relabel(failed, DecisionPoints(support_threshold=0.0), 0.5) is failed
 
 
 def test_the_file_round_trips_and_refuses_another_checker(tmp_path: Path) -> None:
