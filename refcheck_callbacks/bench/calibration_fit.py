@@ -2,12 +2,11 @@
 
 The checker labels every claim once, through the same pipeline as in production, at its own
 decision points; fitting then only re-cuts those verdicts (`check.calibration.points`), so the
-search is cheap. It chooses the points with the best balanced accuracy among those whose
-false-contradiction rate (gold-supported claims labelled Contradiction, the contradiction
-rate of clean traffic) stays within the target, counting as best any within one standard
-error of the top score (`fit_points`). Of those it takes the points that keep the most
-Contradictions on unsupported claims (the signal an alert reads), then the threshold nearest
-the checker's own. Where no points meet the target, the lowest false-contradiction rate wins.
+search is cheap. The support threshold is chosen for balanced accuracy (within one standard
+error of the best, nearest the checker's own: `fit_points`); the conflict points for the
+false-contradiction rate (gold-supported claims labelled Contradiction, the contradiction rate
+of clean traffic): within the target, keeping the most Contradictions on unsupported claims
+(the signal an alert reads). Where nothing meets the target, the lowest rate wins.
 
 Figures are cross-validated by response: the claims of one answer are never split between
 fitting and measuring, as an app's answers would not be.
@@ -136,56 +135,55 @@ def _candidates(values: np.ndarray, count: int, extra: Sequence[float] = ()) -> 
     return np.unique(np.concatenate([quantiles, np.asarray(extra, dtype=np.float64)]))
 
 
-@dataclass(frozen=True)
-class _Option:
-    """One choice of which Contradictions to keep, with every threshold's rates."""
-
-    kinds: tuple[ConflictKind, ...]
-    bar: float
-    false_rate: float
-    flagged: int
-    """Contradictions kept on gold-unsupported claims: the signal an alert reads."""
-    true_positive: np.ndarray
-    true_negative: np.ndarray
-
-    @property
-    def accuracy(self) -> np.ndarray:
-        return np.asarray(np.round(0.5 * (self.true_positive + self.true_negative), 12))
-
-
-def _option(arrays: _Arrays, kinds: tuple[int, ...], bar: float, thresholds: np.ndarray) -> _Option:
-    accepted = np.isin(arrays.kind, [*kinds, -1])
-    kept = arrays.is_contradiction & accepted & (arrays.contradiction >= bar)
-    free = ~kept & ~arrays.vetoed  # what the threshold decides
-    positives = np.sort(arrays.entailment[free & arrays.gold])
-    negatives = np.sort(arrays.entailment[free & ~arrays.gold])
+def _support_threshold(arrays: _Arrays, default: float) -> float:
+    """The support threshold: balanced accuracy within one standard error of the best,
+    nearest the checker's own (`fit_points`). Only claims without a Contradiction, and not
+    ruled out by the checker at its own threshold, move with it; the rest count as they are
+    (a Contradiction, kept or not, is unsupported)."""
+    thresholds = _candidates(arrays.entailment, THRESHOLDS, [default])
+    moving = ~arrays.is_contradiction & ~arrays.vetoed
+    positives = np.sort(arrays.entailment[moving & arrays.gold])
+    negatives = np.sort(arrays.entailment[moving & ~arrays.gold])
     n_pos, n_neg = int(arrays.gold.sum()), int((~arrays.gold).sum())
-    return _Option(
-        kinds=tuple(_KINDS[k] for k in sorted(kinds)),
-        bar=float(bar),
-        false_rate=float(kept[arrays.gold].mean()),
-        flagged=int(kept[~arrays.gold].sum()),
-        true_positive=(len(positives) - np.searchsorted(positives, thresholds, "left")) / n_pos,
-        # A kept Contradiction on an unsupported claim is a true negative at every threshold.
-        true_negative=1.0
-        - (len(negatives) - np.searchsorted(negatives, thresholds, "left")) / n_neg,
-    )
+    tpr = (len(positives) - np.searchsorted(positives, thresholds, "left")) / n_pos
+    tnr = 1.0 - (len(negatives) - np.searchsorted(negatives, thresholds, "left")) / n_neg
+    accuracy = np.round(0.5 * (tpr + tnr), 12)
+    at = int(np.argmax(accuracy))
+    error = 0.5 * float(np.sqrt(tpr[at] * (1 - tpr[at]) / n_pos + tnr[at] * (1 - tnr[at]) / n_neg))
+    good = np.flatnonzero(accuracy >= accuracy[at] - error - 1e-12)
+    return float(thresholds[good[np.argmin(np.abs(thresholds[good] - default))]])
 
 
-def _options(arrays: _Arrays, defaults: DecisionPoints) -> tuple[list[_Option], np.ndarray]:
-    """Every choice of counted kinds (of those the Contradictions show; the others stay
-    counted) and minimum P(contradiction), and the thresholds tried."""
+def _conflict_points(
+    arrays: _Arrays, max_false_contradiction: float
+) -> tuple[tuple[ConflictKind, ...], float]:
+    """(counted kinds, minimum P(contradiction)): within the false-contradiction target, the
+    choice keeping the most Contradictions on unsupported claims, then the lowest bar and the
+    most kinds; the lowest false-contradiction rate where none meets the target. Kinds the
+    labelled Contradictions do not show stay counted: no data says to drop them."""
     present = sorted({int(k) for k in arrays.kind[arrays.is_contradiction] if k >= 0})
-    absent = tuple(k for k in range(len(_KINDS)) if k not in present)
-    thresholds = _candidates(arrays.entailment, THRESHOLDS, [defaults.support_threshold])
+    absent = [k for k in range(len(_KINDS)) if k not in present]
     bars = _candidates(arrays.contradiction[arrays.is_contradiction], CONTRADICTION_BARS, [0.0])
-    options = [
-        _option(arrays, (*kinds, *absent), bar, thresholds)
-        for size in range(len(present), -1, -1)
-        for kinds in itertools.combinations(present, size)
-        for bar in bars
-    ]
-    return options, thresholds
+    best: tuple[tuple[float, ...], tuple[ConflictKind, ...], float] | None = None
+    for size in range(len(present), -1, -1):
+        for kinds in itertools.combinations(present, size):
+            accepted = np.isin(arrays.kind, [*kinds, *absent, -1])
+            for bar in bars:
+                kept = arrays.is_contradiction & accepted & (arrays.contradiction >= bar)
+                false_rate = float(kept[arrays.gold].mean())
+                within = false_rate <= max_false_contradiction + 1e-12
+                key = (
+                    float(within),
+                    0.0 if within else -false_rate,
+                    float(kept[~arrays.gold].sum()),
+                    -float(bar),
+                    float(size),
+                )
+                if best is None or key > best[0]:
+                    counted = tuple(_KINDS[k] for k in sorted((*kinds, *absent)))
+                    best = (key, counted, float(bar))
+    assert best is not None  # the empty choice of kinds is always tried
+    return best[1], best[2]
 
 
 def fit_points(
@@ -194,46 +192,24 @@ def fit_points(
     """The decision points for `rows` (module docstring); `ValueError` without both a
     supported and an unsupported claim.
 
+    The two decisions are fitted apart, as they act apart (`check.calibration.points`): the
+    threshold on balanced accuracy, the conflict points on the false-contradiction rate.
     Balanced accuracy measured on a few hundred claims moves by a few points from sample to
-    sample, so the best-scoring points overfit: any points within one standard error of the
-    best are as good (the one-standard-error rule), and of those the fit takes the ones that
-    keep the most Contradictions on unsupported claims, then the threshold nearest the
-    checker's own. Small data then leaves the checker as it was."""
+    sample, so the best-scoring threshold overfits: any within one standard error of the best
+    is as good (the one-standard-error rule), and the fit takes the one nearest the checker's
+    own. Small data then leaves the checker as it was."""
     arrays = _Arrays.of(rows, defaults.support_threshold)
     if arrays.gold.all() or not arrays.gold.any():
         raise ValueError(
             "calibration needs both supported and unsupported labelled claims; "
             f"these {len(rows)} are all {'supported' if arrays.gold.any() else 'unsupported'}"
         )
-    options, thresholds = _options(arrays, defaults)
-    feasible = [o for o in options if o.false_rate <= max_false_contradiction + 1e-12]
-    if not feasible:
-        lowest = min(o.false_rate for o in options)
-        feasible = [o for o in options if o.false_rate <= lowest + 1e-12]
-    leader = max(feasible, key=lambda o: float(o.accuracy.max()))
-    at = int(np.argmax(leader.accuracy))
-    tpr, tnr = float(leader.true_positive[at]), float(leader.true_negative[at])
-    n_pos, n_neg = int(arrays.gold.sum()), int((~arrays.gold).sum())
-    error = 0.5 * float(np.sqrt(tpr * (1 - tpr) / n_pos + tnr * (1 - tnr) / n_neg))
-    cutoff = float(leader.accuracy[at]) - error
-    best: tuple[tuple[float, ...], DecisionPoints] | None = None
-    for option in feasible:
-        good = np.flatnonzero(option.accuracy >= cutoff - 1e-12)
-        if len(good) == 0:
-            continue
-        threshold = float(
-            thresholds[good[np.argmin(np.abs(thresholds[good] - defaults.support_threshold))]]
-        )
-        key = (float(option.flagged), -abs(threshold - defaults.support_threshold), -option.bar)
-        if best is None or key > best[0]:
-            points = DecisionPoints(
-                support_threshold=threshold,
-                min_contradiction=option.bar,
-                conflict_kinds=option.kinds,
-            )
-            best = (key, points)
-    assert best is not None  # the leader itself is within its own cutoff
-    return best[1]
+    kinds, bar = _conflict_points(arrays, max_false_contradiction)
+    return DecisionPoints(
+        support_threshold=_support_threshold(arrays, defaults.support_threshold),
+        min_contradiction=bar,
+        conflict_kinds=kinds,
+    )
 
 
 def folds_by_group(rows: Sequence[Scored], folds: int, seed: int) -> list[int]:

@@ -9,8 +9,10 @@ stage, so one rule serves every checker family:
 - `conflict_kinds`: the kinds of conflict (`types.ConflictKind`) that count as Contradiction
   for this app: a domain where figures are quoted loosely can drop `value` and keep `entity`.
 
-A Contradiction the points do not accept falls back to the support threshold (Entailment or
-Neutral, as if no conflict had been found). Any other verdict keeps the checker's label unless
+A Contradiction the points do not accept is Neutral: the claim stays unsupported (the
+conflict the stage found still speaks against it), only not a contradiction an alert pages
+on. The two decisions stay apart: the threshold moves balanced accuracy (supported or not),
+the conflict points move the false-contradiction rate. Any other verdict keeps its label unless
 its P(entailment) lies between the checker's own threshold and the calibrated one (`relabel`):
 the decision point moves, the rest of the checker's logic stays. P(entailment) itself is never
 changed, so a support score's ranking (AUROC) is the same after calibration.
@@ -68,6 +70,8 @@ def relabel(verdict: Verdict, points: DecisionPoints, own_threshold: float) -> V
     every verdict is as the checker gave it."""
     if verdict.label is None or keeps_contradiction(verdict, points):
         return verdict
+    if verdict.label is Label.CONTRADICTION:
+        return only_unsupported(verdict)
     entailment = support(verdict)
     supported = entailment >= points.support_threshold
     if verdict.label is Label.NEUTRAL:

@@ -54,8 +54,11 @@ def test_a_contradiction_stays_only_of_a_counted_kind_and_sure_enough() -> None:
     dropped = relabel(conflict, sure, 0.5)
     assert (dropped.label, dropped.conflict) == (Label.NEUTRAL, None)
     no_values = DecisionPoints(support_threshold=0.1, conflict_kinds=(ConflictKind.DATE,))
-    # Not counted, and P(entailment) 0.2 is above this threshold: supported.
-    assert relabel(conflict, no_values, 0.5).label is Label.ENTAILMENT
+    # Not counted: unsupported still, even above the threshold; P(entailment) as it was.
+    demoted = relabel(conflict, no_values, 0.5)
+    assert (demoted.label, demoted.conflict) == (Label.NEUTRAL, None)
+    assert demoted.probabilities is not None
+    assert demoted.probabilities[Label.ENTAILMENT] == pytest.approx(0.2)
 
 
 def test_a_failed_claim_keeps_no_label() -> None:
