@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from refcheck_callbacks.cli.exit_status import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
+from refcheck_callbacks.cli.exit_status import EXIT_FAILED, EXIT_OK, EXIT_SKIPPED
+from refcheck_callbacks.cli.exit_status import fail as _fail
 
 if TYPE_CHECKING:
     from refcheck_callbacks.check.calibration.file import Calibration, Figures
@@ -69,11 +70,6 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--batch-size", type=int, default=64, help="claims per checker call (default: 64)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-
-
-def _fail(message: str, status: int = EXIT_USAGE) -> int:
-    print(f"refcheck: error: {message}", file=sys.stderr)
-    return status
 
 
 def run(args: argparse.Namespace) -> int:

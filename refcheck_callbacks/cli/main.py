@@ -30,8 +30,8 @@ from refcheck_callbacks.cli.exit_status import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SKIPPED,
-    EXIT_USAGE,
 )
+from refcheck_callbacks.cli.exit_status import fail as _fail
 from refcheck_callbacks.cli.refchecker_format import Mode
 from refcheck_callbacks.cli.serve import add_serve_command
 from refcheck_callbacks.contract.registry import (
@@ -255,11 +255,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_run_demo)
     return parser
-
-
-def _fail(message: str, status: int = EXIT_USAGE) -> int:
-    print(f"refcheck: error: {message}", file=sys.stderr)
-    return status
 
 
 def _run_file_command(args: argparse.Namespace) -> int:
