@@ -135,23 +135,30 @@ def _candidates(values: np.ndarray, count: int, extra: Sequence[float] = ()) -> 
     return np.unique(np.concatenate([quantiles, np.asarray(extra, dtype=np.float64)]))
 
 
-def _support_threshold(arrays: _Arrays, default: float) -> float:
-    """The support threshold: balanced accuracy within one standard error of the best,
-    nearest the checker's own (`fit_points`). Only claims without a Contradiction, and not
-    ruled out by the checker at its own threshold, move with it; the rest count as they are
-    (a Contradiction, kept or not, is unsupported)."""
+def _support_points(arrays: _Arrays, default: float) -> tuple[float, bool]:
+    """(support threshold, keep vetoes): balanced accuracy within one standard error of the
+    best, keeping the checker's vetoes if that is as good, then nearest its own threshold
+    (`fit_points`). Claims with a Contradiction, kept or not, count as unsupported as they
+    are; vetoed ones too while vetoes are kept."""
     thresholds = _candidates(arrays.entailment, THRESHOLDS, [default])
-    moving = ~arrays.is_contradiction & ~arrays.vetoed
-    positives = np.sort(arrays.entailment[moving & arrays.gold])
-    negatives = np.sort(arrays.entailment[moving & ~arrays.gold])
     n_pos, n_neg = int(arrays.gold.sum()), int((~arrays.gold).sum())
-    tpr = (len(positives) - np.searchsorted(positives, thresholds, "left")) / n_pos
-    tnr = 1.0 - (len(negatives) - np.searchsorted(negatives, thresholds, "left")) / n_neg
-    accuracy = np.round(0.5 * (tpr + tnr), 12)
+    rates = {}
+    for keep in (True, False):
+        moving = ~arrays.is_contradiction & (~arrays.vetoed if keep else True)
+        positives = np.sort(arrays.entailment[moving & arrays.gold])
+        negatives = np.sort(arrays.entailment[moving & ~arrays.gold])
+        tpr = (len(positives) - np.searchsorted(positives, thresholds, "left")) / n_pos
+        tnr = 1.0 - (len(negatives) - np.searchsorted(negatives, thresholds, "left")) / n_neg
+        rates[keep] = (tpr, tnr, np.round(0.5 * (tpr + tnr), 12))
+    leader = max(rates, key=lambda keep: float(rates[keep][2].max()))
+    tpr, tnr, accuracy = rates[leader]
     at = int(np.argmax(accuracy))
     error = 0.5 * float(np.sqrt(tpr[at] * (1 - tpr[at]) / n_pos + tnr[at] * (1 - tnr[at]) / n_neg))
-    good = np.flatnonzero(accuracy >= accuracy[at] - error - 1e-12)
-    return float(thresholds[good[np.argmin(np.abs(thresholds[good] - default))]])
+    for keep in (True, False):
+        good = np.flatnonzero(rates[keep][2] >= accuracy[at] - error - 1e-12)
+        if len(good):
+            return float(thresholds[good[np.argmin(np.abs(thresholds[good] - default))]]), keep
+    raise AssertionError("the leader is within its own standard error")
 
 
 def _conflict_points(
@@ -197,7 +204,8 @@ def fit_points(
     Balanced accuracy measured on a few hundred claims moves by a few points from sample to
     sample, so the best-scoring threshold overfits: any within one standard error of the best
     is as good (the one-standard-error rule), and the fit takes the one nearest the checker's
-    own. Small data then leaves the checker as it was."""
+    own, keeping its vetoes where that is as good. Small data then leaves the checker as it
+    was."""
     arrays = _Arrays.of(rows, defaults.support_threshold)
     if arrays.gold.all() or not arrays.gold.any():
         raise ValueError(
@@ -205,8 +213,10 @@ def fit_points(
             f"these {len(rows)} are all {'supported' if arrays.gold.any() else 'unsupported'}"
         )
     kinds, bar = _conflict_points(arrays, max_false_contradiction)
+    threshold, keep_vetoes = _support_points(arrays, defaults.support_threshold)
     return DecisionPoints(
-        support_threshold=_support_threshold(arrays, defaults.support_threshold),
+        support_threshold=threshold,
+        keep_vetoes=keep_vetoes,
         min_contradiction=bar,
         conflict_kinds=kinds,
     )

@@ -61,6 +61,21 @@ def test_the_fit_moves_the_threshold_and_drops_the_kind_that_misfires() -> None:
     assert ConflictKind.ENTITY in points.conflict_kinds
 
 
+def test_vetoes_are_dropped_only_where_they_misfire() -> None:
+    """Neutral above the checker's own 0.5 (vetoed) on supported claims: worth overruling;
+    on unsupported claims: worth keeping."""
+    rows = _rows()
+    points = fit_points(rows, DecisionPoints(support_threshold=0.5), 0.01)
+    assert points.keep_vetoes
+    vetoed = [
+        Scored(row.group, row.supported, row.verdict.model_copy(update={"label": Label.NEUTRAL}))
+        if row.supported and row.verdict.label is Label.ENTAILMENT and index % 3 == 0
+        else row
+        for index, row in enumerate(rows)
+    ]
+    assert not fit_points(vetoed, DecisionPoints(support_threshold=0.5), 0.01).keep_vetoes
+
+
 def test_cross_validated_figures_improve_on_held_out_folds() -> None:
     checked = cross_validate(_rows(), DecisionPoints(support_threshold=0.5), 0.01, folds=5)
     assert checked is not None and checked.folds == 5

@@ -5,6 +5,8 @@ stage, so one rule serves every checker family:
 
 - `support_threshold`: P(entailment) at or above which a claim is Entailment (the embedded
   checker's trained threshold, 0.5 for a checker that declares none);
+- `keep_vetoes`: whether a claim the checker left Neutral above its own threshold stays so
+  (the embedded checker's contradiction head vetoes support where it outweighs both others);
 - `min_contradiction`: P(contradiction) a conflict's Contradiction needs to stay one;
 - `conflict_kinds`: the kinds of conflict (`types.ConflictKind`) that count as Contradiction
   for this app: a domain where figures are quoted loosely can drop `value` and keep `entity`.
@@ -35,6 +37,9 @@ class DecisionPoints(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     support_threshold: float = Field(ge=0.0, le=1.0)
+    keep_vetoes: bool = True
+    """Whether a claim the checker left Neutral although its P(entailment) passed the
+    checker's own threshold stays Neutral (`relabel`); False cuts it at the threshold too."""
     min_contradiction: float = Field(default=0.0, ge=0.0, le=1.0)
     conflict_kinds: tuple[ConflictKind, ...] = tuple(ConflictKind)
 
@@ -65,16 +70,17 @@ def relabel(verdict: Verdict, points: DecisionPoints, own_threshold: float) -> V
 
     `own_threshold` is the checker's own support threshold: the threshold moves from there,
     so a verdict changes only where its P(entailment) lies between the two. A claim the
-    checker left Neutral although its P(entailment) passed its own threshold (the embedded
-    checker's contradiction head can veto support) stays Neutral; at the checker's own points
-    every verdict is as the checker gave it."""
+    checker left Neutral although its P(entailment) passed its own threshold (a veto: the
+    embedded checker's contradiction head can overrule support) stays Neutral unless the
+    points drop vetoes (`keep_vetoes`); at the checker's own points every verdict is as the
+    checker gave it."""
     if verdict.label is None or keeps_contradiction(verdict, points):
         return verdict
     if verdict.label is Label.CONTRADICTION:
         return only_unsupported(verdict)
     entailment = support(verdict)
     supported = entailment >= points.support_threshold
-    if verdict.label is Label.NEUTRAL:
+    if verdict.label is Label.NEUTRAL and points.keep_vetoes:
         supported = supported and entailment < own_threshold
     if not supported:
         return verdict if verdict.label is Label.NEUTRAL else only_unsupported(verdict)

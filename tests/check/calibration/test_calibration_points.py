@@ -39,8 +39,10 @@ def test_the_support_threshold_moves_from_the_checkers_own() -> None:
     assert taken_in.label is Label.ENTAILMENT
     assert taken_in.confidence == pytest.approx(0.45)
     assert taken_in.evidence[0].probability == pytest.approx(0.45)
-    # Neutral above the checker's own threshold: the checker ruled it out by other means.
+    # Neutral above the checker's own threshold: the checker vetoed it, unless vetoes go.
     assert relabel(_verdict(Label.NEUTRAL, 0.8), lowered, 0.5).label is Label.NEUTRAL
+    overruled = lowered.model_copy(update={"keep_vetoes": False})
+    assert relabel(_verdict(Label.NEUTRAL, 0.8), overruled, 0.5).label is Label.ENTAILMENT
     for label, entailment in ((Label.NEUTRAL, 0.8), (Label.ENTAILMENT, 0.5), (Label.NEUTRAL, 0.3)):
         verdict = _verdict(label, entailment)
         assert relabel(verdict, DecisionPoints(support_threshold=0.5), 0.5) is verdict
