@@ -83,6 +83,7 @@ def _row(name: str, split: dict[str, object], default: float) -> str:
     return (
         f"| {name} | {split['seed']} | {split['fitted_on']} / {split['measured_on']} | "
         f"{default:.3f} → {points['support_threshold']:.3f} | "
+        f"{'kept' if points['keep_vetoes'] else 'dropped'} | "
         f"{points['min_contradiction']:.2f} | {kept} | "
         f"{rate(before['balanced_accuracy'])} → {rate(after['balanced_accuracy'])} | "
         f"{rate(before['false_contradiction_rate'])} → {rate(after['false_contradiction_rate'])} | "
@@ -105,10 +106,11 @@ def main() -> None:
     finder = conflict_finder("embedded")
     out: dict[str, list[dict[str, object]]] = {}
     print(
-        "| set | seed | claims fit / measured | support threshold | min P(C) | conflict kinds "
+        "| set | seed | claims fit / measured | support threshold | vetoes | min P(C) "
+        "| conflict kinds "
         "| balanced acc. | false C rate | AUROC |"
     )
-    print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    print("|---|---:|---:|---:|---|---:|---|---:|---:|---:|")
     for name in DATASET_NAMES:
         examples = load_dataset(name)
         if args.limit is not None:
