@@ -155,6 +155,10 @@ def _kinds(kinds: tuple[object, ...]) -> str:
     return ", ".join(names) if names else "none"
 
 
+def _kept(flag: bool) -> str:
+    return "kept" if flag else "dropped"
+
+
 def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -180,6 +184,8 @@ def report(fitted: Calibration) -> str:
         f"{points.support_threshold:>10.3f}",
         f"  {'min P(contradiction)':<28}{defaults.min_contradiction:>10.3f}"
         f"{points.min_contradiction:>10.3f}",
+        f"  {'vetoes above the threshold':<28}{_kept(defaults.keep_vetoes):>10}"
+        f"{_kept(points.keep_vetoes):>10}",
         f"  conflict kinds counted: {_kinds(points.conflict_kinds)} "
         f"(default: {_kinds(defaults.conflict_kinds)})",
     ]
