@@ -12,7 +12,7 @@ Caveat: the shipped embedded checker was trained on these same sets (docs/embedd
 so its scores on them are in-sample; a team's own data is out-of-sample for it.
 
     flock /tmp/cpu.lock .venv/bin/python benchmarks/calibration_halves.py [--seeds 0,1,2]
-        [--max-false-contradiction 0.01] [--limit N] [--json out.json]
+        [--max-false-contradiction 0.01] [--limit N] [--dataset NAME] [--json out.json]
 """
 
 from __future__ import annotations
@@ -98,6 +98,9 @@ def main() -> None:
         "--max-false-contradiction", type=float, default=DEFAULT_MAX_FALSE_CONTRADICTION
     )
     parser.add_argument("--limit", type=int, default=None, help="claims per set (subsample)")
+    parser.add_argument(
+        "--dataset", action="append", choices=DATASET_NAMES, help="a set, repeatable (default: all)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -111,7 +114,7 @@ def main() -> None:
         "| balanced acc. | false C rate | AUROC |"
     )
     print("|---|---:|---:|---:|---|---:|---|---:|---:|---:|")
-    for name in DATASET_NAMES:
+    for name in args.dataset or DATASET_NAMES:
         examples = load_dataset(name)
         if args.limit is not None:
             examples = subsample(examples, args.limit)
