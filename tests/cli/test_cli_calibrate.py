@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from refcheck_callbacks import Outcome, RefCheckMonitor
 from refcheck_callbacks.check.calibration.file import load_calibration
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.cli.main import main
@@ -87,6 +88,9 @@ def test_calibrate_writes_a_calibration_for_the_embedded_checker(
     assert (
         before.supported.entailment + before.supported.neutral + before.supported.contradiction == 6
     )
+    # What the command wrote is what the default monitor runs: accepted as it is.
+    with RefCheckMonitor(placement="thread", exporters=[], calibration=output) as monitor:
+        assert monitor.check(answer=TOWER, references=[TOWER]).outcome is Outcome.CHECKED
     # The cross-validated confusion, before and after, is printed for a person.
     assert "balanced accuracy" in captured.out and "false-contradiction rate" in captured.out
     assert captured.out.count("supported") >= 4 and "after" in captured.out
