@@ -124,6 +124,16 @@ class CheckingProcessError(RefCheckError):
     `error_type` of such a result; its message says how the process ended."""
 
 
+class CalibrationError(RefCheckError, ValueError):
+    """A calibration file (`refcheck calibrate`) cannot be read, or its content is not a
+    calibration; the message names the file and what is wrong."""
+
+
+class CalibrationMismatchError(CalibrationError):
+    """A calibration was fitted for another checker (or conflict stage) than the one it is
+    applied to: its decision points mean nothing there, so it is refused, naming both."""
+
+
 class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
 
@@ -137,6 +147,8 @@ class PlacementWarning(UserWarning):
 
 __all__ = [
     "BadRecordError",
+    "CalibrationError",
+    "CalibrationMismatchError",
     "CheckError",
     "CheckingProcessError",
     "ComponentSpecError",

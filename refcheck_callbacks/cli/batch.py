@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from refcheck_callbacks.check.calibration.file import Calibration
 from refcheck_callbacks.cli.refchecker_format import (
     FILE_LIMITS,
     OUR_FIELD,
@@ -59,6 +60,8 @@ class BatchOptions:
     stage_timeout: float = 600.0
     concurrency: int = 1
     """Batches in flight at once: more than 1 pays off for LLM stages, which wait on the network."""
+    calibration: Calibration | None = None
+    """The app's decision points (`refcheck calibrate`), applied after the conflict stage."""
 
 
 @dataclass
@@ -269,6 +272,7 @@ class BatchRun:
             options.aggregator,
             timeouts=timeouts,
             max_claims=FILE_LIMITS.max_claims,
+            calibration=options.calibration,
         )
 
     def run(self) -> Summary:

@@ -4,7 +4,7 @@ run the demo.
 Each subcommand parses its options here and hands the work to the module that owns it:
 `batch` (extract / check / extract-check), `bench.runner` (bench; `cli.fit_cascade` for
 `bench --fit-cascade`), `cli.alert_rules` (alert-rules, which also parses its own options),
-`cli.data` (data), the packaged quickstart `demo.quickstart` (demo).
+`cli.calibrate` (calibrate), `cli.data` (data), the packaged quickstart `demo.quickstart` (demo).
 Heavy imports happen inside the subcommand, so `refcheck --help` is instant.
 """
 
@@ -15,9 +15,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
-from refcheck_callbacks.cli import alert_rules, fit_cascade
+from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade
 from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
     describe,
@@ -29,8 +30,8 @@ from refcheck_callbacks.cli.exit_status import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SKIPPED,
-    EXIT_USAGE,
 )
+from refcheck_callbacks.cli.exit_status import fail as _fail
 from refcheck_callbacks.cli.refchecker_format import Mode
 from refcheck_callbacks.cli.serve import add_serve_command
 from refcheck_callbacks.contract.registry import (
@@ -41,7 +42,10 @@ from refcheck_callbacks.contract.registry import (
     conflict_finder,
 )
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.errors import ComponentSpecError, MissingExtraError
+from refcheck_callbacks.errors import CalibrationError, ComponentSpecError, MissingExtraError
+
+if TYPE_CHECKING:
+    from refcheck_callbacks.check.calibration.file import Calibration
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -51,6 +55,7 @@ Claim-level hallucination checks of answers against their references.
   refcheck extract-check --input in.json --output out.json
   refcheck check --input claims.jsonl --output checked.jsonl --checker nli:MODEL
   refcheck bench --dataset all --checker embedded --output-dir bench-out
+  refcheck calibrate --input labelled.jsonl --output calibration.json
   refcheck alert-rules --set contradiction_spike.floor=0.2 --output refcheck-alerts.yml
   refcheck serve --checker nli:MODEL --num-gpus 1
   refcheck data download
@@ -124,6 +129,11 @@ def _add_file_command(
             help="how `Y` sums up a response (default: soft, as RefChecker): strict = any "
             "Contradiction, else any Neutral, else Entailment; soft = share of each label; "
             "major = the most frequent label",
+        )  # fmt: skip
+        parser.add_argument(
+            "--calibration", type=Path, default=None, metavar="FILE",
+            help="decision points fitted by `refcheck calibrate` for this checker (refused "
+            "if fitted for another)",
         )  # fmt: skip
     parser.add_argument(
         "--batch-size", type=int, default=16,
@@ -234,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_bench_command(commands)
     alert_rules.add_command(commands)
+    calibrate.add_command(commands)
     add_serve_command(commands)
     add_data_command(commands)
     demo = commands.add_parser(
@@ -244,11 +255,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_run_demo)
     return parser
-
-
-def _fail(message: str, status: int = EXIT_USAGE) -> int:
-    print(f"refcheck: error: {message}", file=sys.stderr)
-    return status
 
 
 def _run_file_command(args: argparse.Namespace) -> int:
@@ -270,6 +276,10 @@ def _run_file_command(args: argparse.Namespace) -> int:
         )
     except ComponentSpecError as exc:
         return _fail(str(exc))
+    try:
+        calibration = _calibration(args)
+    except CalibrationError as exc:
+        return _fail(str(exc))
     options = BatchOptions(
         mode=mode,
         input=args.input,
@@ -280,8 +290,12 @@ def _run_file_command(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         stage_timeout=args.stage_timeout,
         concurrency=args.concurrency,
+        calibration=calibration,
     )
-    run = BatchRun(options, extractor, checker)
+    try:
+        run = BatchRun(options, extractor, checker)
+    except CalibrationError as exc:
+        return _fail(str(exc))
     try:
         summary = run.run()
     except KeyboardInterrupt:
@@ -302,6 +316,17 @@ def _run_file_command(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_SKIPPED if skipped else EXIT_OK
+
+
+def _calibration(args: argparse.Namespace) -> Calibration | None:
+    """The `--calibration` file, read (`CalibrationError` says what is wrong); the pipeline
+    refuses it if it was fitted for another checker."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return None
+    from refcheck_callbacks.check.calibration.file import load_calibration
+
+    return load_calibration(path)
 
 
 def _indexes(indexes: Sequence[int], shown: int = 20) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from refcheck_callbacks.check.calibration.file import CalibrationSource, load_calibration
 from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
 from refcheck_callbacks.contract.components import Checker, Exporter, Extractor
 from refcheck_callbacks.contract.reasons import (
@@ -111,6 +112,12 @@ class RefCheckMonitor:
             claim that is only unsupported is Neutral (`check.conflict`): "embedded" (default,
             offline), "nli:MODEL" (a 3-way NLI model, for a GPU), a finder, or None to keep
             the checker's labels as they are.
+        calibration: decision points fitted on the app's own labels by `refcheck calibrate`:
+            the path of its file, or a loaded `Calibration`. Read here, so a bad file raises
+            `CalibrationError` at once; a calibration fitted for another checker or conflict
+            stage is refused (`CalibrationMismatchError`) where the checker is built: here for
+            placement="thread" or "service", in the child for "process" (every result then
+            ends `error` with that type and message). See `check.calibration`.
     """
 
     def __init__(
@@ -132,6 +139,7 @@ class RefCheckMonitor:
         exit_timeout: float = 5.0,
         placement: Placement | str | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
+        calibration: CalibrationSource | None = None,
     ) -> None:
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
@@ -141,7 +149,11 @@ class RefCheckMonitor:
             extractor,
             checker,
             Settings(
-                self.aggregator, timeouts or StageTimeouts(), self.limits.max_claims, conflict
+                self.aggregator,
+                timeouts or StageTimeouts(),
+                self.limits.max_claims,
+                conflict,
+                None if calibration is None else load_calibration(calibration),
             ),
             redact,
         )

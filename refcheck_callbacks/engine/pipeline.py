@@ -1,4 +1,5 @@
-"""One batch of requests through redact -> prepare -> extract -> check -> conflict -> aggregate.
+"""One batch of requests through redact -> prepare -> extract -> check -> conflict -> calibrate ->
+aggregate.
 
 Pure async code with no queue: the monitor's worker drives it. Failures stay with the request
 that caused them: a stage that raises or overruns its deadline on a batch is tried again one
@@ -19,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from refcheck_callbacks.check.calibration.file import Calibration, identity_of
+from refcheck_callbacks.check.calibration.points import relabel
 from refcheck_callbacks.check.conflict.stage import settle
 from refcheck_callbacks.contract.components import Checker, ConflictFinder, Extraction, Extractor
 from refcheck_callbacks.contract.registry import ConflictSource, conflict_finder
@@ -204,11 +207,16 @@ class Pipeline:
         runs_in: Placement = Placement.THREAD,
         max_claims: int | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
+        calibration: Calibration | None = None,
     ) -> None:
         self.extractor = extractor
         self.checker = checker
         self.conflict: ConflictFinder | None = conflict_finder(conflict)
         """The conflict stage's finder (`check.conflict`); None leaves verdicts as given."""
+        if calibration is not None and checker is not None:
+            calibration.verify(identity_of(checker, self.conflict))
+        self.calibration = calibration
+        """The app's decision points (`check.calibration`), applied after the conflict stage."""
         self.aggregator = aggregator
         self.redact = redact
         self.timeouts = timeouts or StageTimeouts()
@@ -246,6 +254,7 @@ class Pipeline:
                 job.end(Outcome.ABSTAIN, "the answer holds no checkable claim")
         await self._check(self.checker, [j for j in jobs if j.open])
         await self._settle(self.checker, [j for j in jobs if j.open])
+        self._calibrate([j for j in jobs if j.open])
         return [self._result(job, started, self.checker.name) for job in jobs]
 
     def _redact(self, jobs: list[_Job]) -> None:
@@ -328,6 +337,14 @@ class Pipeline:
 
         for job, verdicts in await self._stage("conflict", jobs, call, self.timeouts.check):
             job.verdicts = verdicts
+
+    def _calibrate(self, jobs: list[_Job]) -> None:
+        """The verdicts cut at the calibration's decision points (pure arithmetic: no stage)."""
+        if self.calibration is None:
+            return
+        points, own = self.calibration.points, self.calibration.defaults.support_threshold
+        for job in jobs:
+            job.verdicts = [relabel(verdict, points, own) for verdict in job.verdicts]
 
     async def _stage(
         self,

@@ -17,7 +17,7 @@ from refcheck_callbacks.contract.registry import build_checker, build_extractor
 from refcheck_callbacks.errors import ComponentSpecError
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 
-COMMANDS = ["extract", "check", "extract-check", "bench", "data", "demo"]
+COMMANDS = ["extract", "check", "extract-check", "bench", "calibrate", "data", "demo"]
 
 
 def test_the_installed_command_lists_every_subcommand() -> None:

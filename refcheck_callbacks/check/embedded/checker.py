@@ -11,6 +11,9 @@ The output is a calibrated 3-way distribution and the best segment as evidence.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +78,14 @@ class EmbeddedChecker(SyncChecker):
         """P(entailment) from which a claim is labelled Entailment (chosen in training for
         balanced accuracy across the labelled sets); a cascade's "margin" is measured from it."""
         return float(self._load().model.entailment_threshold)
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the parameters this checker loads (heads, token table, threshold): a
+        calibration fitted for them is refused by other parameters (`check.calibration`)."""
+        from refcheck_callbacks.check.embedded.model import MODEL_PATH
+
+        return _fingerprint(self._model_path or MODEL_PATH)
 
     def preload(self) -> None:
         """Load the token table and heads now instead of at the first check."""
@@ -177,6 +188,14 @@ class EmbeddedChecker(SyncChecker):
         # Not supported; the contradiction head's share stays out of the label: without a
         # conflicting statement, the claim is only unsupported (issue 28).
         return only_unsupported(verdict)
+
+
+@functools.lru_cache(maxsize=4)
+def _fingerprint(path: Path) -> str:
+    digest = hashlib.sha256(path.read_bytes())
+    metadata = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    digest.update(repr(metadata["entailment_threshold"]).encode("utf-8"))
+    return digest.hexdigest()[:16]
 
 
 def _evidence(

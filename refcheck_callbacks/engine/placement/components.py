@@ -12,6 +12,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 
+from refcheck_callbacks.check.calibration.file import Calibration
 from refcheck_callbacks.contract.components import Checker, Extractor, implementing, preload
 from refcheck_callbacks.contract.registry import (
     CHECKERS,
@@ -46,6 +47,8 @@ class Settings:
     max_claims: int | None
     conflict: ConflictSource = DEFAULT_CONFLICT
     """The conflict stage: a spec, a finder or a factory (`contract.registry`)."""
+    calibration: Calibration | None = None
+    """The app's decision points (`check.calibration`); sent by value to a child process."""
 
     def pipeline(
         self,
@@ -63,6 +66,7 @@ class Settings:
             runs_in=runs_in,
             max_claims=self.max_claims,
             conflict=self.conflict,
+            calibration=self.calibration,
         )
 
 
