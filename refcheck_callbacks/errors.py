@@ -121,6 +121,11 @@ class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
 
 
+class PromtoolError(RefCheckError, RuntimeError):
+    """The alert simulator could not run `promtool test rules`: missing, not 2.x, or a rule
+    evaluation error; or promtool and the simulator's replay disagree on the same series."""
+
+
 __all__ = [
     "BadRecordError",
     "CheckError",
@@ -135,6 +140,7 @@ __all__ = [
     "MissingExtraError",
     "MonitorUnavailableError",
     "PlacementError",
+    "PromtoolError",
     "ProtocolError",
     "RedactionError",
     "RefCheckError",
