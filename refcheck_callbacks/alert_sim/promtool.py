@@ -23,7 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +75,8 @@ class Series:
 class Observed:
     pages: dict[str, int]
     """Alert -> times it started firing at minutes 0..clean_minutes (clean traffic only)."""
+    firing_minutes: dict[str, int]
+    """Alert -> minutes it was firing at minutes 0..clean_minutes."""
     detected_after: int | None
     """Minutes after the shift until a share alert fired; None: not in the simulated span."""
     firing_at_shift: bool
@@ -110,27 +112,36 @@ def _firing(job: str, alerts: Sequence[str]) -> str:
 
 
 def page_queries(series: Series, alerts: Sequence[str]) -> list[_Query]:
-    """Pages at minutes 0..clean_minutes, a day per query."""
+    """Pages (alerts starting to fire) and minutes firing at minutes 0..clean_minutes, a day
+    per query: two queries a day, pages first."""
     firing = _firing(series.job, alerts)
-    started = None
-    if series.predicted is not None:
-        started = {alert: onsets(firing) for alert, firing in series.predicted.items()}
     queries, first = [], 0
     while first <= series.clean_minutes:
         last = min(first + CHUNK_MINUTES - 1, series.clean_minutes)
         if last == series.clean_minutes - 1:
             last += 1  # no one-minute chunk: a subquery's range must be longer than its step
-        expr = (
-            f"sum by (alertname) (sum_over_time(({firing} unless {firing} offset 1m)"
-            f"[{last - first}m:1m]))"
+        span = f"[{last - first}m"
+        pages = (
+            f"sum by (alertname) (sum_over_time(({firing} unless {firing} offset 1m){span}:1m]))"
         )
-        expected = {}
-        for alert, onset in (started or {}).items():
-            if count := int(onset[first : last + 1].sum()):
-                expected[f'{{alertname="{alert}"}}'] = float(count)
-        queries.append(_Query(expr, last, expected))
+        minutes = f"sum by (alertname) (count_over_time({firing}{span}]))"
+        queries += [
+            _Query(pages, last, _predicted(series, onsets, first, last)),
+            _Query(minutes, last, _predicted(series, lambda f: f, first, last)),
+        ]
         first = last + 1
     return queries
+
+
+def _predicted(
+    series: Series, per_minute: Callable[[np.ndarray], np.ndarray], first: int, last: int
+) -> dict[str, float]:
+    """The replay's count of `per_minute` over minutes first..last, by alert."""
+    expected = {}
+    for alert, firing in (series.predicted or {}).items():
+        if count := int(per_minute(firing)[first : last + 1].sum()):
+            expected[f'{{alertname="{alert}"}}'] = float(count)
+    return expected
 
 
 def detection_query(series: Series, alerts: Sequence[str]) -> _Query:
@@ -152,15 +163,19 @@ def detection_query(series: Series, alerts: Sequence[str]) -> _Query:
 def firing_query(series: Series, alerts: Sequence[str]) -> _Query:
     """How many share alerts are firing at the last clean minute."""
     expected = {}
-    if series.predicted is not None:
-        if count := sum(bool(f[series.clean_minutes]) for f in series.predicted.values()):
-            expected["{}"] = float(count)
+    predicted = series.predicted or {}
+    if count := sum(bool(firing[series.clean_minutes]) for firing in predicted.values()):
+        expected["{}"] = float(count)
     expr = f"count({_firing(series.job, alerts)})"
     return _Query(expr, series.clean_minutes, expected)
 
 
 def _first_firing_after(firing: dict[str, np.ndarray], clean_minutes: int) -> int | None:
-    later = [int(f[clean_minutes + 1 :].argmax()) + 1 for f in firing.values() if f[clean_minutes + 1 :].any()]
+    later = [
+        int(f[clean_minutes + 1 :].argmax()) + 1
+        for f in firing.values()
+        if f[clean_minutes + 1 :].any()
+    ]
     return min(later) if later else None
 
 
@@ -224,7 +239,17 @@ def observed(output: str, queries: Sequence[_Query]) -> list[dict[str, float]]:
     return [got.get(query.expr, query.expected) for query in queries]
 
 
-def observe(rules: Path, named: Sequence[tuple[str, Series]], alerts: Sequence[str], workers: int = 1) -> list[Observed]:
+def _by_alert(found: Sequence[dict[str, float]], alerts: Sequence[str]) -> dict[str, int]:
+    counted = dict.fromkeys(alerts, 0)
+    for samples in found:
+        for labels, value in samples.items():
+            counted[labels.split('"')[1]] += int(value)
+    return counted
+
+
+def observe(
+    rules: Path, named: Sequence[tuple[str, Series]], alerts: Sequence[str], workers: int = 1
+) -> list[Observed]:
     """Run each named series through promtool with `rules`; what fired, per series.
 
     Raises PromtoolError when a series carries the replay's prediction and promtool found
@@ -251,13 +276,12 @@ def observe(rules: Path, named: Sequence[tuple[str, Series]], alerts: Sequence[s
                 for query, got in zip(queries, found, strict=True)
                 if got != query.expected
             ]
-        counted: dict[str, int] = dict.fromkeys(alerts, 0)
-        for samples in found[:-2]:
-            for labels, value in samples.items():
-                counted[labels.split('"')[1]] += int(value)
+        pages, minutes = _by_alert(found[:-2:2], alerts), _by_alert(found[1:-2:2], alerts)
         detected = found[-1].get("{}")
-        firing = bool(found[-2])
-        results.append(Observed(counted, None if detected is None else int(detected), firing))
+        at_shift = bool(found[-2])
+        results.append(
+            Observed(pages, minutes, None if detected is None else int(detected), at_shift)
+        )
     if disagreements:
         raise PromtoolError("promtool and the replay disagree:\n" + "\n".join(disagreements[:10]))
     return results

@@ -41,7 +41,11 @@ TARGETS = ((20.0, 0.05, 60), (0.0, 0.10, 120))
 """Issue 30's detection targets, by volume: (claims a minute at least, hallucination-share
 rise at least, minutes to fire at most): 60 minutes from 20 claims a minute where the share
 rises by 0.05, 2 hours below that where it rises by 0.10."""
-OPERATIONAL_ALERTS = ("RefCheckCheckerErrors", "RefCheckDroppingEvaluations", "RefCheckStalledChecker")
+OPERATIONAL_ALERTS = (
+    "RefCheckCheckerErrors",
+    "RefCheckDroppingEvaluations",
+    "RefCheckStalledChecker",
+)
 """Alerts on the checker's health, not on the shares: left out of the pages counted."""
 _BATCH = 5
 
@@ -72,6 +76,8 @@ class Figures(BaseModel):
     """Issue 30's target for this cell; None where the checker does not separate the shift."""
     promtool_days: float
     promtool_pages: dict[str, int] | None = None
+    promtool_firing_share: float | None = None
+    """Of promtool's clean minutes, the share with a share alert firing."""
     promtool_detected_after: int | None = None
     promtool_firing_at_shift: bool | None = None
     replay_seeds: int = 0
@@ -112,7 +118,9 @@ def simulate(
     figures = [_figures(r, v, settings) for r, v in cells]
     if modelled:
         for cell, (r, volume) in zip(figures, cells, strict=True):
-            _replayed(cell, Traffic(r, volume, settings.days * 1440, SHIFTED_MINUTES), settings, tunables)
+            _replayed(
+                cell, Traffic(r, volume, settings.days * 1440, SHIFTED_MINUTES), settings, tunables
+            )
     if settings.promtool_days > 0:
         with tempfile.TemporaryDirectory(prefix="refcheck-alert-rules-") as folder:
             if rules is None:
@@ -123,7 +131,10 @@ def simulate(
 
 
 def _figures(rates: LabelRates, volume: float, settings: Settings) -> Figures:
-    hallucination = (rates.hallucination_share(0.0), rates.hallucination_share(settings.unsupported))
+    hallucination = (
+        rates.hallucination_share(0.0),
+        rates.hallucination_share(settings.unsupported),
+    )
     return Figures(
         rates=rates.name,
         claims_per_minute=volume,
@@ -185,11 +196,14 @@ def _promtooled(
         counts = counters(Traffic(r, volume, clean, SHIFTED_MINUTES), 0)
         predicted = None if tunables is None else replay(counts, tunables)
         job = re.sub(r"[^a-zA-Z0-9_]", "_", f"{r.name}_{volume:g}")
-        named.append((f"{index}: {r.name} at {volume:g} claims/min", Series(job, counts, clean, predicted)))
+        named.append(
+            (f"{index}: {r.name} at {volume:g} claims/min", Series(job, counts, clean, predicted))
+        )
     alerts = [s.alert for s in SHARES] if tunables is not None else share_alerts(rules.read_text())
     seen: list[Observed] = observe(rules, named, alerts, settings.workers)
     for cell, found in zip(figures, seen, strict=True):
         cell.promtool_pages = found.pages
+        cell.promtool_firing_share = max(found.firing_minutes.values(), default=0) / (clean + 1)
         cell.promtool_detected_after = found.detected_after
         cell.promtool_firing_at_shift = found.firing_at_shift
 
@@ -201,8 +215,9 @@ def markdown(figures: Sequence[Figures]) -> str:
     first = figures[0]
     header = (
         "| set | claims/min | hallucination share: clean → shifted | contradiction share "
-        "| target | false pages / 30 d: promtool "
-        f"({first.promtool_days:g} d) | replay ({first.replay_seeds} × {first.replay_days} d) "
+        "| target | false pages in promtool's "
+        f"{first.promtool_days:g} d | false pages / 30 d, replay ({first.replay_seeds} × "
+        f"{first.replay_days} d) "
         "| detection: promtool | replay median / p90 | replay within target |\n"
         "|---|---:|---|---|---:|---:|---:|---:|---:|---:|\n"
     )
@@ -237,6 +252,8 @@ def _promtool_pages(cell: Figures) -> str:
         return "–"
     total = sum(cell.promtool_pages.values())
     parts = [f"{alert} {count}" for alert, count in cell.promtool_pages.items() if count]
+    if cell.promtool_firing_share:
+        parts.append(f"firing {cell.promtool_firing_share:.0%} of the time")
     return f"{total}" + (f" ({', '.join(parts)})" if parts else "")
 
 

@@ -61,7 +61,9 @@ service leaves onboarding, no page on clean traffic, and which alert fires first
 shift, and when."""
 
 
-def rule_tests(tunables: AlertTunables | None = None, rules: str = "refcheck-alerts.yml") -> dict[str, Any]:
+def rule_tests(
+    tunables: AlertTunables | None = None, rules: str = "refcheck-alerts.yml"
+) -> dict[str, Any]:
     tunables = tunables or AlertTunables()
     groups = []
     for rates, volume in SCENARIOS:
@@ -100,7 +102,9 @@ def _first_firing(series: Series) -> tuple[int, list[str]] | None:
     return None
 
 
-def _name(series: Series, traffic: Traffic, onboarded: int | None, first: tuple[int, list[str]] | None) -> str:
+def _name(
+    series: Series, traffic: Traffic, onboarded: int | None, first: tuple[int, list[str]] | None
+) -> str:
     rates = traffic.rates
     clean = rates.hallucination_share(0.0)
     shifted = rates.hallucination_share(traffic.unsupported)
@@ -123,8 +127,12 @@ def _ready(job: str, minute: int, value: float) -> dict[str, Any]:
     }
 
 
-def _alerts(job: str, minute: int, fired: list[str], tunables: AlertTunables | None = None) -> dict[str, Any]:
-    severity = {share.alert: getattr(tunables, share.key).severity for share in SHARES} if tunables else {}
+def _alerts(
+    job: str, minute: int, fired: list[str], tunables: AlertTunables | None = None
+) -> dict[str, Any]:
+    severity = (
+        {share.alert: getattr(tunables, share.key).severity for share in SHARES} if tunables else {}
+    )
     return {
         "expr": f'ALERTS{{alertstate="firing",job="{job}"}}',
         "eval_time": f"{minute}m",
@@ -139,6 +147,8 @@ def _alerts(job: str, minute: int, fired: list[str], tunables: AlertTunables | N
     }
 
 
-def rule_tests_yaml(tunables: AlertTunables | None = None, rules: str = "refcheck-alerts.yml") -> str:
+def rule_tests_yaml(
+    tunables: AlertTunables | None = None, rules: str = "refcheck-alerts.yml"
+) -> str:
     comment = "\n".join(f"# {line}".rstrip() for line in _HEADER.splitlines())
     return f"{comment}\n{yaml_text.dump(rule_tests(tunables, rules))}"

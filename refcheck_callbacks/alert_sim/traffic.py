@@ -62,8 +62,7 @@ class LabelRates(BaseModel):
 
 def _share(rates: LabelRates, unsupported: float, columns: tuple[int, ...]) -> float:
     return sum(
-        (1 - unsupported) * rates.supported[c] + unsupported * rates.unsupported[c]
-        for c in columns
+        (1 - unsupported) * rates.supported[c] + unsupported * rates.unsupported[c] for c in columns
     )
 
 

@@ -72,7 +72,8 @@ class ShareTest(_Tunables):
 
     fast_window: Duration = Field("10m", description="the short recent window: catches a burst")
     slow_window: Duration = Field(
-        "1h", description="the long recent window: catches a sustained shift too small for the short"
+        "1h",
+        description="the long recent window: catches a sustained shift too small for the short",
     )
     baseline_window: Duration = Field(
         "1d",

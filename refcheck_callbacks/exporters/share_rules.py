@@ -168,8 +168,7 @@ def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
         rules.append(
             _record(
                 share.upper_bound,
-                f"{upper}\nand on (job)\n"
-                f"{CHECKED['baseline']} >= {test.min_baseline_claims}",
+                f"{upper}\nand on (job)\n{CHECKED['baseline']} >= {test.min_baseline_claims}",
             )
         )
     return rules
