@@ -84,7 +84,7 @@ class Observed:
 
 
 @dataclass(frozen=True)
-class _Query:
+class Query:
     expr: str
     minute: int
     expected: dict[str, float] = field(default_factory=dict)
@@ -111,7 +111,7 @@ def _firing(job: str, alerts: Sequence[str]) -> str:
     return f'ALERTS{{alertstate="firing",job="{job}",alertname=~"{"|".join(alerts)}"}}'
 
 
-def page_queries(series: Series, alerts: Sequence[str]) -> list[_Query]:
+def page_queries(series: Series, alerts: Sequence[str]) -> list[Query]:
     """Pages (alerts starting to fire) and minutes firing at minutes 0..clean_minutes, a day
     per query: two queries a day, pages first."""
     firing = _firing(series.job, alerts)
@@ -126,8 +126,8 @@ def page_queries(series: Series, alerts: Sequence[str]) -> list[_Query]:
         )
         minutes = f"sum by (alertname) (count_over_time({firing}{span}]))"
         queries += [
-            _Query(pages, last, _predicted(series, onsets, first, last)),
-            _Query(minutes, last, _predicted(series, lambda f: f, first, last)),
+            Query(pages, last, _predicted(series, onsets, first, last)),
+            Query(minutes, last, _predicted(series, lambda f: f, first, last)),
         ]
         first = last + 1
     return queries
@@ -144,7 +144,7 @@ def _predicted(
     return expected
 
 
-def detection_query(series: Series, alerts: Sequence[str]) -> _Query:
+def detection_query(series: Series, alerts: Sequence[str]) -> Query:
     """The first firing minute after the shift, in minutes after it."""
     end = len(series.counts) - 1
     shifted = end - series.clean_minutes
@@ -153,33 +153,31 @@ def detection_query(series: Series, alerts: Sequence[str]) -> _Query:
         f" - {series.clean_minutes * 60}) / 60"
     )
     expected = {}
-    if series.predicted is not None:
-        after = _first_firing_after(series.predicted, series.clean_minutes)
-        if after is not None:
-            expected["{}"] = float(after)
-    return _Query(expr, end, expected)
+    if (first := first_firing(series.predicted or {}, series.clean_minutes)) is not None:
+        expected["{}"] = float(first[0])
+    return Query(expr, end, expected)
 
 
-def firing_query(series: Series, alerts: Sequence[str]) -> _Query:
+def firing_query(series: Series, alerts: Sequence[str]) -> Query:
     """How many share alerts are firing at the last clean minute."""
     expected = {}
     predicted = series.predicted or {}
     if count := sum(bool(firing[series.clean_minutes]) for firing in predicted.values()):
         expected["{}"] = float(count)
     expr = f"count({_firing(series.job, alerts)})"
-    return _Query(expr, series.clean_minutes, expected)
+    return Query(expr, series.clean_minutes, expected)
 
 
-def _first_firing_after(firing: dict[str, np.ndarray], clean_minutes: int) -> int | None:
-    later = [
-        int(f[clean_minutes + 1 :].argmax()) + 1
-        for f in firing.values()
-        if f[clean_minutes + 1 :].any()
-    ]
-    return min(later) if later else None
+def first_firing(firing: dict[str, np.ndarray], clean_minutes: int) -> tuple[int, list[str]] | None:
+    """The first minute after the shift at which an alert fires (in minutes after it), and the
+    alerts firing then; None when none fires."""
+    for minute in range(clean_minutes + 1, max((len(f) for f in firing.values()), default=0)):
+        if fired := [alert for alert, f in firing.items() if f[minute]]:
+            return minute - clean_minutes, fired
+    return None
 
 
-def test_group(name: str, series: Series, queries: Sequence[_Query]) -> dict[str, Any]:
+def promtool_group(name: str, series: Series, queries: Sequence[Query]) -> dict[str, Any]:
     return {
         "name": name,
         "interval": "1m",
@@ -229,7 +227,7 @@ def _promtool(binary: str, path: Path) -> str:
     return output
 
 
-def observed(output: str, queries: Sequence[_Query]) -> list[dict[str, float]]:
+def observed(output: str, queries: Sequence[Query]) -> list[dict[str, float]]:
     """Each query's samples as promtool found them: its expectation where promtool reported
     nothing (the test passed), what it got where it failed."""
     got = {}
@@ -263,7 +261,7 @@ def observe(
         for _, series in named
     ]
     groups = [
-        test_group(name, series, queries)
+        promtool_group(name, series, queries)
         for (name, series), queries in zip(named, plans, strict=True)
     ]
     output = run_groups(rules, groups, workers)

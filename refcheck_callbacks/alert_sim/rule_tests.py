@@ -18,10 +18,11 @@ from refcheck_callbacks.alert_sim.promtool import (
     Series,
     detection_query,
     firing_query,
+    first_firing,
     page_queries,
-    test_group,
+    promtool_group,
 )
-from refcheck_callbacks.alert_sim.replay import baseline_ready, replay
+from refcheck_callbacks.alert_sim.replay import baseline_ready, onsets, replay
 from refcheck_callbacks.alert_sim.report import SHIFTED_MINUTES
 from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters
 from refcheck_callbacks.exporters.alert_tunables import AlertTunables
@@ -80,42 +81,42 @@ def _group(series: Series, traffic: Traffic, tunables: AlertTunables) -> dict[st
     assert series.predicted is not None
     ready = baseline_ready(series.counts, tunables)
     onboarded = int(ready.argmax()) if ready.any() else None
-    first = _first_firing(series)
+    first = first_firing(series.predicted, series.clean_minutes)
     queries = [*page_queries(series, alerts), firing_query(series, alerts)]
     detection = detection_query(series, alerts)
-    group = test_group(_name(series, traffic, onboarded, first), series, [*queries, detection])
+    group = promtool_group(_name(series, traffic, onboarded, first), series, [*queries, detection])
     tests = group["promql_expr_test"]
     if onboarded is not None:
         tests += [_ready(series.job, onboarded - 1, 0.0), _ready(series.job, onboarded, 1.0)]
     if first is not None:
-        minute, fired = first
-        tests += [_alerts(series.job, minute - 1, []), _alerts(series.job, minute, fired, tunables)]
+        minute, fired = series.clean_minutes + first[0], first[1]
+        severity = {share.alert: getattr(tunables, share.key).severity for share in SHARES}
+        tests += [
+            _alerts(series.job, minute - 1, []),
+            _alerts(series.job, minute, [(alert, severity[alert]) for alert in fired]),
+        ]
     return group
-
-
-def _first_firing(series: Series) -> tuple[int, list[str]] | None:
-    assert series.predicted is not None
-    for minute in range(series.clean_minutes + 1, len(series.counts)):
-        fired = [alert for alert, firing in series.predicted.items() if firing[minute]]
-        if fired:
-            return minute, fired
-    return None
 
 
 def _name(
     series: Series, traffic: Traffic, onboarded: int | None, first: tuple[int, list[str]] | None
 ) -> str:
+    assert series.predicted is not None
     rates = traffic.rates
     clean = rates.hallucination_share(0.0)
     shifted = rates.hallucination_share(traffic.unsupported)
+    pages = sum(
+        int(onsets(firing)[: series.clean_minutes + 1].sum())
+        for firing in series.predicted.values()
+    )
     outcome = "no alert within 3 hours"
     if first is not None:
-        outcome = f"{' and '.join(first[1])} fires {first[0] - series.clean_minutes} minutes after"
+        outcome = f"{' and '.join(first[1])} fires {first[0]} minutes after"
     return (
         f"share alerts, simulated: {rates.name}'s rates, {traffic.claims_per_minute:g} claims a "
-        f"minute; onboarding until minute {onboarded}, no page in {series.clean_minutes} minutes "
-        f"of clean traffic (hallucination share {clean:.3f}); then {traffic.unsupported:.0%} "
-        f"unsupported claims (share {shifted:.3f}): {outcome}"
+        f"minute; onboarding until minute {onboarded}, {pages or 'no'} page{'s' * (pages != 1)} "
+        f"in {series.clean_minutes} minutes of clean traffic (hallucination share {clean:.3f}); "
+        f"then {traffic.unsupported:.0%} unsupported claims (share {shifted:.3f}): {outcome}"
     )
 
 
@@ -127,22 +128,18 @@ def _ready(job: str, minute: int, value: float) -> dict[str, Any]:
     }
 
 
-def _alerts(
-    job: str, minute: int, fired: list[str], tunables: AlertTunables | None = None
-) -> dict[str, Any]:
-    severity = (
-        {share.alert: getattr(tunables, share.key).severity for share in SHARES} if tunables else {}
-    )
+def _alerts(job: str, minute: int, fired: list[tuple[str, str]]) -> dict[str, Any]:
+    """`fired`: (alert, severity) pairs expected firing at `minute`."""
     return {
         "expr": f'ALERTS{{alertstate="firing",job="{job}"}}',
         "eval_time": f"{minute}m",
         "exp_samples": [
             {
                 "labels": f'ALERTS{{alertname="{alert}",alertstate="firing",job="{job}",'
-                f'severity="{severity[alert]}"}}',
+                f'severity="{severity}"}}',
                 "value": 1,
             }
-            for alert in fired
+            for alert, severity in fired
         ],
     }
 

@@ -47,7 +47,7 @@ Claim-level hallucination checks of answers against their references.
   refcheck extract-check --input in.json --output out.json
   refcheck check --input claims.jsonl --output checked.jsonl --checker nli:MODEL
   refcheck bench --dataset all --checker embedded --output-dir bench-out
-  refcheck alert-rules --set contradiction_spike.floor=0.2 --output refcheck-alerts.yml
+  refcheck alert-rules --set share_test.z=4 --output refcheck-alerts.yml
   refcheck serve --checker nli:MODEL --num-gpus 1
   refcheck data download
   refcheck demo
