@@ -111,7 +111,8 @@ def _name(
     )
     outcome = "no alert within 3 hours"
     if first is not None:
-        outcome = f"{' and '.join(first[1])} fires {first[0]} minutes after"
+        verb = "fires" if len(first[1]) == 1 else "fire"
+        outcome = f"{' and '.join(first[1])} {verb} {first[0]} minutes after"
     return (
         f"share alerts, simulated: {rates.name}'s rates, {traffic.claims_per_minute:g} claims a "
         f"minute; onboarding until minute {onboarded}, {pages or 'no'} page{'s' * (pages != 1)} "

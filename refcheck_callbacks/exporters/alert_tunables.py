@@ -81,9 +81,9 @@ class ShareTest(_Tunables):
         "pending_for ago",
     )
     z: float = Field(
-        3.5,
+        3.75,
         gt=0.0,
-        description="standard scores of the one-sided bounds (3.5: 99.98%): the recent lower "
+        description="standard scores of the one-sided bounds (3.75: 99.991%): the recent lower "
         "bound and the baseline's upper bound",
     )
     fast_min_claims: int = Field(30, ge=1, description="claims with a verdict in the fast window")
