@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from refcheck_callbacks.alert_sim.replay import onsets
 from refcheck_callbacks.alert_sim.traffic import VERDICTS
 from refcheck_callbacks.errors import PromtoolError
+from refcheck_callbacks.exporters.alert_tunables import duration_seconds
 from refcheck_callbacks.exporters.names import CLAIMS, HALLUCINATION_RATIO, PROMETHEUS
 
 if TYPE_CHECKING:
@@ -111,13 +112,15 @@ def _firing(job: str, alerts: Sequence[str]) -> str:
     return f'ALERTS{{alertstate="firing",job="{job}",alertname=~"{"|".join(alerts)}"}}'
 
 
-def page_queries(series: Series, alerts: Sequence[str]) -> list[Query]:
+def page_queries(
+    series: Series, alerts: Sequence[str], chunk_minutes: int = CHUNK_MINUTES
+) -> list[Query]:
     """Pages (alerts starting to fire) and minutes firing at minutes 0..clean_minutes, a day
-    per query: two queries a day, pages first."""
+    (`chunk_minutes`) per query: two queries a day, pages first."""
     firing = _firing(series.job, alerts)
     queries, first = [], 0
     while first <= series.clean_minutes:
-        last = min(first + CHUNK_MINUTES - 1, series.clean_minutes)
+        last = min(first + chunk_minutes - 1, series.clean_minutes)
         if last == series.clean_minutes - 1:
             last += 1  # no one-minute chunk: a subquery's range must be longer than its step
         span = f"[{last - first}m"
@@ -229,12 +232,14 @@ def _promtool(binary: str, path: Path) -> str:
 
 def observed(output: str, queries: Sequence[Query]) -> list[dict[str, float]]:
     """Each query's samples as promtool found them: its expectation where promtool reported
-    nothing (the test passed), what it got where it failed."""
+    nothing (the test passed), what it got where it failed. A query is its expression and its
+    time: a day's pages read like every other day's."""
     got = {}
-    for expr, _time, _expected, found in _FAILURE.findall(output):
+    for expr, time, _expected, found in _FAILURE.findall(output):
         samples = {} if found.strip() == "nil" else dict(_SAMPLE.findall(found.strip()))
-        got[json.loads(expr)] = {labels: float(value) for labels, value in samples.items()}
-    return [got.get(query.expr, query.expected) for query in queries]
+        minute = round(duration_seconds(time) / 60)
+        got[json.loads(expr), minute] = {labels: float(value) for labels, value in samples.items()}
+    return [got.get((query.expr, query.minute), query.expected) for query in queries]
 
 
 def _by_alert(found: Sequence[dict[str, float]], alerts: Sequence[str]) -> dict[str, int]:
@@ -246,7 +251,11 @@ def _by_alert(found: Sequence[dict[str, float]], alerts: Sequence[str]) -> dict[
 
 
 def observe(
-    rules: Path, named: Sequence[tuple[str, Series]], alerts: Sequence[str], workers: int = 1
+    rules: Path,
+    named: Sequence[tuple[str, Series]],
+    alerts: Sequence[str],
+    workers: int = 1,
+    chunk_minutes: int = CHUNK_MINUTES,
 ) -> list[Observed]:
     """Run each named series through promtool with `rules`; what fired, per series.
 
@@ -254,7 +263,7 @@ def observe(
     something else: the replay's figures would then not be the rules'."""
     plans = [
         [
-            *page_queries(series, alerts),
+            *page_queries(series, alerts, chunk_minutes),
             firing_query(series, alerts),
             detection_query(series, alerts),
         ]

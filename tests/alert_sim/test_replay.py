@@ -64,6 +64,22 @@ def test_promtool_finds_what_the_replay_predicts_pages_firing_and_detection(
         assert found.detected_after is not None
 
 
+def test_promtool_alone_reads_each_chunk_of_pages_by_its_own_time(tmp_path: Path) -> None:
+    """Without a prediction (a rule file the replay does not model) every page and firing
+    minute comes from promtool's report; chunks share their expression, not their time."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rules_yaml(LOOSE))
+    predicted = _series(30, 1)
+    assert predicted.predicted is not None
+    alone = Series(predicted.job, predicted.counts, predicted.clean_minutes)
+    [found] = observe(rules, [("alone", alone)], ALERTS, chunk_minutes=60)
+    clean = predicted.clean_minutes + 1
+    for alert, firing in predicted.predicted.items():
+        assert found.pages[alert] == onsets(firing)[:clean].sum()
+        assert found.firing_minutes[alert] == firing[:clean].sum()
+    assert sum(found.pages.values()) > 2
+
+
 def test_a_replay_one_minute_off_is_caught(tmp_path: Path) -> None:
     rules = tmp_path / "rules.yml"
     rules.write_text(rules_yaml(LOOSE))
