@@ -85,8 +85,8 @@ def _add_simulation_options(parser: argparse.ArgumentParser) -> None:
     simulation.add_argument(
         "--promtool-days", type=float, default=2.0, metavar="DAYS",
         help="clean days of the one service per set and volume that promtool evaluates (and "
-        "the replay must match exactly); 0 for none (default: 2; 30 takes about a minute of "
-        "CPU per set and volume)",
+        "the replay must match exactly); 0 for none (default: 2; 30 takes 2-3 minutes of CPU "
+        "per set and volume)",
     )  # fmt: skip
     simulation.add_argument(
         "--workers", type=int, default=2, help="promtool processes side by side (default: 2)"
