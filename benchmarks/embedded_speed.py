@@ -13,13 +13,19 @@ Side by side in one run:
 - learned + full-MiniLM top-1: the learned checker plus encoding each claim and its top
   segment with the transformer (max 64 tokens, one call per batch), the cheapest way to give
   the checker full-MiniLM features; on 4 x --minilm-answers answers.
+- pipeline (`--pipeline-only`): the whole offline pipeline as the monitor runs it, each
+  answer's four claims joined into its text: preparation, sentence extraction, the checker
+  and the conflict stage, 16 answers per batch. It uses only names every version has, so the
+  same script times another checkout (PYTHONPATH=that/checkout) to compare versions.
 
     python benchmarks/embedded_speed.py [--answers 200] [--repeats 3] [--minilm-answers 20]
+    python benchmarks/embedded_speed.py --pipeline-only [--answers 200] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -32,8 +38,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from refcheck_callbacks.bench.datasets import load_dataset
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
+from refcheck_callbacks.engine.pipeline import Pipeline
+from refcheck_callbacks.extract.sentences import SentenceExtractor
 from refcheck_callbacks.text.spans import sentence_spans
-from refcheck_callbacks.types import CheckItem, Claim, Reference
+from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, Reference
 
 CLAIMS_PER_ANSWER = 4
 REFERENCES_PER_ANSWER = 5
@@ -101,6 +109,27 @@ def learned_plus_top1_rate(
     return sum(len(a) for a in answers) / (time.perf_counter() - started)
 
 
+def pipeline_rate(pipeline: Pipeline, answers: list[list[CheckItem]]) -> float:
+    """Claims per second of the whole pipeline on answers written from the workload's claims."""
+    requests = [
+        CheckRequest(
+            answer=" ".join(item.claim.text for item in answer), references=answer[0].references
+        )
+        for answer in answers
+    ]
+
+    async def run() -> int:
+        claims = 0
+        for first in range(0, len(requests), BATCH_ANSWERS):
+            results = await pipeline.run(requests[first : first + BATCH_ANSWERS])
+            claims += sum(len(result.claims) for result in results)
+        return claims
+
+    started = time.perf_counter()
+    claims = asyncio.run(run())
+    return claims / (time.perf_counter() - started)
+
+
 def minilm_rate(encoder: SentenceEncoder, answers: list[list[CheckItem]]) -> float:
     started = time.perf_counter()
     for answer in answers:
@@ -118,10 +147,23 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--minilm-answers", type=int, default=20)
+    parser.add_argument(
+        "--pipeline-only", action="store_true", help="time only the whole offline pipeline"
+    )
     args = parser.parse_args()
     answers = workload(args.answers)
     checker = EmbeddedChecker()
     checker.check_batch(answers[0])  # load the parameters outside the timing
+    if args.pipeline_only:
+        pipeline = Pipeline(SentenceExtractor(), checker)
+        pipeline_rate(pipeline, answers[:BATCH_ANSWERS])  # warm up
+        rates = [pipeline_rate(pipeline, answers) for _ in range(args.repeats)]
+        print(json.dumps({
+            "pipeline_claims_per_s": round(statistics.median(rates), 1),
+            "pipeline_runs": [round(r, 1) for r in rates],
+            "load_average_1m": round(os.getloadavg()[0], 2),
+        }))  # fmt: skip
+        return
     learned = [learned_rate(checker, answers) for _ in range(args.repeats)]
     encoder = SentenceEncoder(cache_size=0)
     encoder.encode(["warm up"])

@@ -33,6 +33,11 @@ class LabelSchemeError(RefCheckError, ValueError):
     """A model's class names map to no known NLI or support scheme."""
 
 
+class ModelNotFoundError(RefCheckError, FileNotFoundError):
+    """A model named by a local path (absolute, `./`, `../`, `~`, or under a folder that
+    exists) is not there: said as such, not as the hub's complaint about the name."""
+
+
 class DatasetUnavailableError(RefCheckError, ValueError):
     """A labelled set is unknown, absent, or cannot be used for checking; the message says why."""
 
@@ -108,7 +113,9 @@ class RemoteCallError(RefCheckError):
 
 class PlacementError(RefCheckError, ValueError):
     """The monitor cannot run where it was asked to: a built component (or an unpicklable
-    factory) given for `placement="process"`, whose child process builds its own."""
+    factory) given for `placement="process"`, whose child process builds its own; or, as the
+    `error_type` of its results, an app whose main module builds the monitor without the
+    `if __name__ == "__main__":` guard that a spawned child process needs."""
 
 
 class CheckingProcessError(RefCheckError):
@@ -126,6 +133,13 @@ class PromtoolError(RefCheckError, RuntimeError):
     evaluation error; or promtool and the simulator's replay disagree on the same series."""
 
 
+class PlacementWarning(UserWarning):
+    """A monitor left at the default placement checks in the app's thread, not in a child
+    process, because no child can start for it (components built in the app, a factory the
+    child cannot import, a main module without its guard, a process that cannot spawn). The
+    message says why and how to choose; `placement="thread"` chooses the thread silently."""
+
+
 __all__ = [
     "BadRecordError",
     "CheckError",
@@ -138,8 +152,10 @@ __all__ = [
     "LLMCallError",
     "LabelSchemeError",
     "MissingExtraError",
+    "ModelNotFoundError",
     "MonitorUnavailableError",
     "PlacementError",
+    "PlacementWarning",
     "PromtoolError",
     "ProtocolError",
     "RedactionError",

@@ -22,6 +22,25 @@ class Label(str, Enum):
     CONTRADICTION = "contradiction"
 
 
+class ConflictKind(str, Enum):
+    """What a Contradiction's evidence states differently from the claim.
+
+    A Contradiction means a conflicting statement was found, and this names which kind; a
+    claim the references only fail to support is Neutral."""
+
+    VALUE = "value"
+    """Another figure or amount for the same thing (`330 metres` against `450 metres`)."""
+    DATE = "date"
+    """Another year, month, weekday or day."""
+    ENTITY = "entity"
+    """Another name in the same place (`Jupiter is the largest planet` against `Saturn`)."""
+    NEGATION = "negation"
+    """The same statement, negated on one side only."""
+    EXCLUSIVE = "exclusive"
+    """A relation that rules the claim's out (`Nobel Prizes in physics and chemistry`
+    against `a Nobel Prize in biology`), or a model's contradiction of no lexical kind."""
+
+
 class ResponseLabel(str, Enum):
     """The label of a whole answer: an aggregate of its claims, or abstain when it has none."""
 
@@ -175,11 +194,16 @@ class Verdict(_Model):
     usage: Usage | None = None
     stages: tuple[StageVerdict, ...] = ()
     """Cascade checkers: each stage the claim went through, in order; the last one decided."""
+    conflict: ConflictKind | None = None
+    """For a Contradiction: the kind of conflicting statement its first evidence makes (set
+    by the pipeline's conflict stage); None for other labels."""
 
     @model_validator(mode="after")
     def _failed_verdicts_say_why(self) -> Verdict:
         if self.label is None and not self.error:
             raise ValueError("a verdict without a label must say why in `error`")
+        if self.conflict is not None and self.label is not Label.CONTRADICTION:
+            raise ValueError("only a contradiction names a kind of conflict")
         return self
 
 
@@ -239,6 +263,9 @@ class CheckResult(_Model):
     response_label: ResponseLabel | None = None
     """Strict aggregate of the claims (or abstain); None when the answer was not checked."""
     ratios: Ratios | None = None
+    """The share of each label among the checked claims; None when no claim was checked
+    (`checked` and `partial` have ratios), so a ratio histogram or mean is never fed zeros
+    for answers that were not checked (abstentions, missing references, failures)."""
     error_type: str | None = None
     """What kind of failure an error or timeout outcome is: the name of the exception class
     behind it (`TimeoutError`, a `refcheck_callbacks.errors` class, or the exception a stage
@@ -259,6 +286,7 @@ class CheckResult(_Model):
 
     @property
     def hallucination_ratio(self) -> float | None:
+        """`ratios.hallucination`, or None when no claim was checked (see `ratios`)."""
         return None if self.ratios is None else self.ratios.hallucination
 
     def evidence_text(self, claim_index: int, max_chars: int | None = None) -> str:

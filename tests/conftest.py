@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from required import skip_or_fail
 from results import ResultSink
 from scripted_openai_server import ScriptedOpenAIServer
 from telemetry import Telemetry
@@ -46,10 +47,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     absent = [name for name in (marker.args or SOURCES) if missing_files(name)]
     if not absent:
         return
-    message = f"labelled data {', '.join(absent)} not in {data_dir()}: {download_hint(absent)}"
-    if os.environ.get("CI", "").lower() in ("true", "1"):
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
+    skip_or_fail(f"labelled data {', '.join(absent)} not in {data_dir()}: {download_hint(absent)}")
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,10 @@ license, and, where no license text could be pinned, why (see `sources`).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import tempfile
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +22,12 @@ from typing import BinaryIO
 from refcheck_callbacks.bench.data_dir import DATA_DIR_ENV, data_dir
 from refcheck_callbacks.bench.sources import GITHUB_RAW, SOURCES, DatasetSource, SourceFile
 from refcheck_callbacks.errors import DataDownloadError, DatasetUnavailableError
+from refcheck_callbacks.support.http_deadline import DeadlineFetch
 
 CHUNK = 1 << 20
 MAX_FILE_BYTES = 64 << 20
 """No pinned file is larger than 4 MB; a response beyond this is not the pinned file."""
+_NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError)
 
 
 @dataclass
@@ -47,8 +49,10 @@ def download(
     """Fetch the sets `names` (default: all) into `root` (default: `data_dir()`).
 
     `base_url` replaces `https://raw.githubusercontent.com` (a mirror with the same
-    `<repo>/<commit>/<path>` layout). Raises `DataDownloadError` on the first file that cannot
-    be fetched or does not match its pinned sha256; files saved before it stay.
+    `<repo>/<commit>/<path>` layout). Each file gets `timeout` seconds in all, from connecting
+    to its last byte: a server that trickles bytes cannot hold the download. Raises
+    `DataDownloadError` on the first file that cannot be fetched in time or does not match its
+    pinned sha256; files saved before it stay, and the failed one leaves nothing behind.
     """
     chosen = list(names) if names else list(SOURCES)
     unknown = [name for name in chosen if name not in SOURCES]
@@ -100,23 +104,36 @@ def _fetch(file: SourceFile, url: str, destination: Path, timeout: float) -> Non
 
 
 def _stream(url: str, out: BinaryIO, destination: Path, timeout: float) -> str:
-    """Copy the response body into `out` (a binary file), returning its sha256."""
+    """Copy the response body into `out` (a binary file) within `timeout` seconds in all,
+    returning its sha256."""
     digest = hashlib.sha256()
     size = 0
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            for chunk in iter(lambda: response.read(CHUNK), b""):
-                size += len(chunk)
-                if size > MAX_FILE_BYTES:
-                    raise DataDownloadError(f"{url} is larger than {MAX_FILE_BYTES} bytes")
-                digest.update(chunk)
-                out.write(chunk)
-    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-        reason = getattr(exc, "reason", None) or exc
+    with DeadlineFetch(timeout) as fetch:
+        try:
+            with fetch.open(url) as response:
+                for chunk in iter(lambda: response.read1(CHUNK), b""):
+                    size += len(chunk)
+                    if size > MAX_FILE_BYTES:
+                        raise DataDownloadError(f"{url} is larger than {MAX_FILE_BYTES} bytes")
+                    digest.update(chunk)
+                    out.write(chunk)
+        except (*_NETWORK_ERRORS, OSError) as exc:
+            # Once the deadline has shut the connection, whatever the read raised is its echo.
+            if not fetch.expired:
+                if not isinstance(exc, _NETWORK_ERRORS):
+                    raise
+                reason = getattr(exc, "reason", None) or exc
+                raise DataDownloadError(
+                    f"cannot download {url}: {reason}. Without network access, copy that file "
+                    f"to {destination} by hand, or point {DATA_DIR_ENV} at a folder that has "
+                    "the sets."
+                ) from exc
+    if fetch.expired:
         raise DataDownloadError(
-            f"cannot download {url}: {reason}. Without network access, copy that file to "
-            f"{destination} by hand, or point {DATA_DIR_ENV} at a folder that has the sets."
-        ) from exc
+            f"{url} did not finish downloading within {timeout:g} s ({size} bytes came); "
+            f"nothing was saved as {destination}. On a slow link, rerun with a larger "
+            "--timeout (seconds per file)."
+        )
     return digest.hexdigest()
 
 

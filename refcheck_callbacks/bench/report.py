@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from refcheck_callbacks.bench.plots import checker_colour, confusion_plot, histogram_plot, roc_plot
-from refcheck_callbacks.bench.runner import BenchReport, CheckerScores, DatasetResult
+from refcheck_callbacks.bench.results import BenchReport, CheckerScores, DatasetResult
 
 _STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; background: #ffffff; }
@@ -23,14 +23,36 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+_HEADLINE = (
+    "accuracy (3-way)",
+    "macro-F1 (3-way)",
+    "balanced acc.",
+    "AUROC",
+    "false C rate",
+    "C precision",
+    "halluc. floor",
+    "C recall",
+    "Pearson (resp.)",
+    "Spearman (resp.)",
+)
+"""The summary tables' number columns (false C rate: gold-supported claims labelled
+Contradiction; halluc. floor: gold-supported claims labelled Neutral or Contradiction;
+`bench.contradictions`)."""
+
+
 def _headline(scores: CheckerScores) -> list[float | None]:
-    """The numbers of the summary tables, in their column order."""
+    """The numbers of the summary tables, in `_HEADLINE` order."""
     three, binary, response = scores.three_way, scores.binary, scores.response_level
+    contradiction = scores.contradiction
     return [
         three.accuracy if three else None,
         three.macro_f1 if three else None,
         binary.balanced_accuracy if binary else None,
         binary.auroc if binary else None,
+        contradiction.false_contradiction_rate if contradiction else None,
+        contradiction.contradiction_precision if contradiction else None,
+        contradiction.hallucination_floor if contradiction else None,
+        contradiction.contradiction_recall if contradiction else None,
         response.pearson if response else None,
         response.spearman if response else None,
     ]
@@ -39,8 +61,8 @@ def _headline(scores: CheckerScores) -> list[float | None]:
 def _summary_table(result: DatasetResult) -> str:
     head = (
         "<tr><th>checker</th><th>claims</th><th>failed</th><th>claims/s</th>"
-        "<th>accuracy (3-way)</th><th>macro-F1 (3-way)</th><th>balanced acc.</th><th>AUROC</th>"
-        "<th>Pearson (resp.)</th><th>Spearman (resp.)</th></tr>"
+        + "".join(f"<th>{escape(name)}</th>" for name in _HEADLINE)
+        + "</tr>"
     )
     rows = []
     for scores in result.checkers:
@@ -116,9 +138,8 @@ def _dataset_section(result: DatasetResult) -> str:
 def render_markdown(report: BenchReport) -> str:
     """The summary table as Markdown, one row per (dataset, checker), for docs and PRs."""
     lines = [
-        "| dataset | checker | claims | failed | accuracy (3-way) | macro-F1 (3-way) "
-        "| balanced acc. | AUROC | Pearson (resp.) | Spearman (resp.) | claims/s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| dataset | checker | claims | failed | " + " | ".join(_HEADLINE) + " | claims/s |",
+        "|---|---|---:|---:|" + "---:|" * len(_HEADLINE) + "---:|",
     ]
     for result in report.datasets:
         for scores in result.checkers:
@@ -144,7 +165,10 @@ def render_html(report: BenchReport) -> str:
         f"<style>{_STYLE}</style></head><body><h1>refcheck bench</h1>"
         f'<p class="note">refcheck-callbacks {escape(report.version)}, {escape(report.created_at)};'
         f" data: {escape(report.data_dir)}; {limit}. Support score = the checker's P(Entailment);"
-        " binary scores treat Entailment as supported. Response-level correlations compare the"
+        " binary scores treat Entailment as supported. False C rate: gold-supported claims labelled"
+        " Contradiction; C precision: Contradiction labels on claims gold calls not supported;"
+        " halluc. floor: gold-supported claims labelled Neutral or Contradiction; C recall: gold"
+        " Contradiction claims labelled Contradiction. Response-level correlations compare the"
         " share of unsupported claims per response (responses with two or more claims).</p>"
         + (f"<h2>Not loaded</h2><ul>{unavailable}</ul>" if unavailable else "")
         + f"{sections}</body></html>"

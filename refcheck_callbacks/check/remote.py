@@ -2,10 +2,13 @@
 
 The app's monitor hands it a batch of claims and it sends them in one request (each request's
 references once), so the service can merge them with other apps' claims into one model call.
-A batch over the request size cap is split at request boundaries, never into one request per
-claim. Whatever goes wrong (the service down, overloaded past the deadline, a rejected call, a
-malformed reply) becomes a `Verdict(label=None, error=...)` for each claim it held, counted in
-`stats()`; nothing is raised into the engine, let alone the app.
+A batch over the request size cap, or over `max_call_inputs` claims (4,096, the service's own
+limit by default), is split at request boundaries, never into one request per claim; a single
+request with more claims than a call takes is cut between its claims, each part carrying its
+references. Whatever goes wrong (the service down, overloaded past the deadline, a rejected
+call, a malformed reply, one over `max_reply_bytes`, one whose evidence points outside the
+call) becomes a `Verdict(label=None, error=...)` for each claim it held, counted in `stats()`;
+nothing is raised into the engine, let alone the app.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ class RemoteChecker(RemoteComponent):
 
     Args are those of `RemoteComponent`: url, token (default `REFCHECK_SERVE_TOKEN`), name,
     deadline (55 s; keep it under `StageTimeouts.check`), connect_timeout, concurrency, retry,
-    max_request_bytes. `served_by` is the service's checker name once it has answered. Set
-    `needs_references = False` for a service whose checker judges without references (an LLM
-    judge in correctness mode).
+    max_request_bytes, max_reply_bytes (64 MiB), max_call_inputs (4,096). `served_by` is the
+    service's checker name once it has answered. Set `needs_references = False` for a service
+    whose checker judges without references (an LLM judge in correctness mode).
     """
 
     placement = Placement.SERVICE

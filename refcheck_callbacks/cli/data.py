@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from refcheck_callbacks.bench.data_dir import DATA_DIR_ENV, data_dir, missing_files
 from refcheck_callbacks.bench.sources import GITHUB_RAW, SOURCES
+from refcheck_callbacks.cli.exit_status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from refcheck_callbacks.errors import DataDownloadError, DatasetUnavailableError
-
-EXIT_OK = 0
-EXIT_FAILED = 1
 
 _DESCRIPTION = f"""\
 The labelled sets `refcheck bench` reads live in one folder: ${DATA_DIR_ENV} when set, else
@@ -54,7 +57,10 @@ def add_data_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--base-url", default=GITHUB_RAW,
         help=f"where <repo>/<commit>/<path> is fetched from (default: {GITHUB_RAW})",
     )  # fmt: skip
-    fetch.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    fetch.add_argument(
+        "--timeout", type=float, default=60.0,
+        help="seconds each file may take in all, from connecting to its last byte (default: 60)",
+    )  # fmt: skip
 
 
 def _run_list(args: argparse.Namespace) -> int:
@@ -70,14 +76,44 @@ def _run_list(args: argparse.Namespace) -> int:
 def _run_download(args: argparse.Namespace) -> int:
     from refcheck_callbacks.bench.download import download
 
+    if not args.timeout > 0:
+        print("refcheck: error: --timeout must be more than 0 seconds", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        report = download(args.dataset, args.data_dir, args.base_url, args.timeout)
+        with _terminate_as_interrupt():
+            report = download(args.dataset, args.data_dir, args.base_url, args.timeout)
     except (DataDownloadError, DatasetUnavailableError) as exc:
         print(f"refcheck: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(
+            "\nrefcheck: interrupted; the file being fetched was not kept, the files saved "
+            "before it were. Rerun the same command to fetch the rest.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     print(
         f"refcheck: {len(report.saved)} files downloaded, {len(report.kept)} already there "
         f"with the pinned sha256, in {report.root}",
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`timeout`, `kill`, a container stopping) ends the download as Ctrl-C does, so
+    the file being fetched is cleaned up instead of left as a `.part` file. Only the main
+    thread can take a signal; elsewhere SIGTERM keeps its handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -18,26 +18,30 @@ from pathlib import Path
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
 from refcheck_callbacks.cli import alert_rules, fit_cascade
-from refcheck_callbacks.cli.data import add_data_command
-from refcheck_callbacks.cli.refchecker_format import Mode
-from refcheck_callbacks.cli.serve import add_serve_command
-from refcheck_callbacks.cli.specs import (
-    CHECKER_KINDS,
-    EXTRACTOR_KINDS,
+from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
-    ComponentSpecError,
-    build_checker,
-    build_extractor,
     describe,
     from_refchecker_name,
 )
+from refcheck_callbacks.cli.data import add_data_command
+from refcheck_callbacks.cli.exit_status import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_USAGE,
+)
+from refcheck_callbacks.cli.refchecker_format import Mode
+from refcheck_callbacks.cli.serve import add_serve_command
+from refcheck_callbacks.contract.registry import (
+    CHECKERS,
+    EXTRACTORS,
+    build_checker,
+    build_extractor,
+    conflict_finder,
+)
 from refcheck_callbacks.engine.aggregate import Aggregator
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_SKIPPED = 3
-EXIT_INTERRUPTED = 130
+from refcheck_callbacks.errors import ComponentSpecError, MissingExtraError
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -83,9 +87,9 @@ def _add_file_command(
 ) -> None:
     specs = ""
     if mode is not Mode.CHECK:
-        specs += f"\nExtractor specs:\n{describe(EXTRACTOR_KINDS)}\n"
+        specs += f"\nExtractor specs:\n{describe(EXTRACTORS)}\n"
     if mode.checks:
-        specs += f"\nChecker specs:\n{describe(CHECKER_KINDS)}\n"
+        specs += f"\nChecker specs:\n{describe(CHECKERS)}\n"
     parser = commands.add_parser(
         mode.value,
         help=summary,
@@ -172,7 +176,7 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "Pearson / Spearman of the\nresponse-level hallucination rate (sets whose responses "
         "have several claims), confusion\nmatrices, speed. The HTML report is self-contained "
         "(inline SVG) and opens offline.",
-        epilog=f"Checker specs:\n{describe(CHECKER_KINDS)}",
+        epilog=f"Checker specs:\n{describe(CHECKERS)}",
         formatter_class=_RAW,
     )
     parser.set_defaults(handler=_run_bench)
@@ -209,6 +213,12 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument(
         "--checker-api-base", "--checker_api_base", dest="checker_api_base", metavar="URL",
         help="the OpenAI-compatible endpoint (e.g. vLLM) of llm:MODEL checkers and stages",
+    )  # fmt: skip
+    parser.add_argument(
+        "--conflict", default="embedded", metavar="SPEC",
+        help="the conflict stage every checker's verdicts go through (a Contradiction needs a "
+        "conflicting statement): embedded (default, offline), nli:MODEL (a 3-way NLI model), "
+        "none (the checkers' own labels)",
     )  # fmt: skip
     fit_cascade.add_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -311,6 +321,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         output_dir=args.output_dir,
         batch_size=args.batch_size,
         progress=not args.no_progress,
+        conflict=args.conflict,
     )
     if args.fit_cascade:
         return fit_cascade.run(args, options, _fail)
@@ -319,6 +330,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     specs = args.checker or ["embedded"]
     try:
         checkers = {spec: build_checker(spec, args.checker_api_base) for spec in specs}
+        options.conflict = conflict_finder(args.conflict)
     except ComponentSpecError as exc:
         return _fail(str(exc))
     try:
@@ -344,7 +356,10 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    status: int = args.handler(args)
+    try:
+        status: int = args.handler(args)
+    except MissingExtraError as exc:  # a component this command needs is not installed
+        return _fail(str(exc))
     return status
 
 

@@ -12,9 +12,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from refcheck_callbacks.cli.specs import CHECKER_KINDS, EXTRACTOR_KINDS, describe
+from refcheck_callbacks.cli.component_names import describe
+from refcheck_callbacks.contract.registry import CHECKERS, EXTRACTORS
 from refcheck_callbacks.errors import ServiceStartError
-from refcheck_callbacks.remote.wire import DEFAULT_MAX_REQUEST_BYTES, TOKEN_ENV
+from refcheck_callbacks.remote.wire import (
+    DEFAULT_MAX_CALL_INPUTS,
+    DEFAULT_MAX_REQUEST_BYTES,
+    TOKEN_ENV,
+)
 
 if TYPE_CHECKING:
     from refcheck_callbacks.serve.launch import Launch
@@ -34,12 +39,14 @@ into one model call (@serve.batch). Routes: POST /v1/check, POST /v1/extract (wi
   refcheck serve --config deploy/ray/serve-config.yaml
 
 A bearer token (--token, or {TOKEN_ENV}) is then required on every call but the
-health and readiness probes. Without --address a local Ray cluster is started (and stopped).
+health and readiness probes. Without --address a local Ray cluster is started (and stopped),
+every port of it on 127.0.0.1. A call holds at most --max-call-inputs claims, and a caller's
+claims are checked in parts of --max-caller-inputs that take turns with other callers'.
 """
 
 _SCALING_FLAGS = (
     "replicas", "num_cpus", "num_gpus", "autoscale", "target_ongoing_requests",
-    "max_batch_size", "batch_wait", "max_queued_requests",
+    "max_batch_size", "batch_wait", "max_caller_inputs", "max_queued_requests",
 )  # fmt: skip
 
 
@@ -48,8 +55,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "serve",
         help=_SUMMARY,
         description=_DESCRIPTION,
-        epilog=f"Checker specs:\n{describe(CHECKER_KINDS)}\n\n"
-        f"Extractor specs:\n{describe(EXTRACTOR_KINDS)}",
+        epilog=f"Checker specs:\n{describe(CHECKERS)}\n\nExtractor specs:\n{describe(EXTRACTORS)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=run_serve)
@@ -81,6 +87,11 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"largest request body accepted (default {DEFAULT_MAX_REQUEST_BYTES})",
     )  # fmt: skip
+    calls.add_argument(
+        "--max-call-inputs", type=int, default=DEFAULT_MAX_CALL_INPUTS, metavar="N",
+        help="claims per check call (answers per extract call) accepted; a larger call gets a "
+        f"413 that says how to split it (default {DEFAULT_MAX_CALL_INPUTS})",
+    )  # fmt: skip
     scale = parser.add_argument_group("checker replicas and batching")
     scale.add_argument("--replicas", type=int, default=None, help="checker replicas (1)")
     scale.add_argument("--num-cpus", type=float, default=None, help="CPUs per replica (1)")
@@ -100,6 +111,11 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     scale.add_argument(
         "--batch-wait", type=float, default=None, metavar="SECONDS",
         help="how long a call waits for others to join its batch (0.01)",
+    )  # fmt: skip
+    scale.add_argument(
+        "--max-caller-inputs", type=int, default=None, metavar="N",
+        help="a caller's claims in one checker call at most: a larger call is checked in parts "
+        "that take turns with other callers' (256)",
     )  # fmt: skip
     scale.add_argument(
         "--max-queued-requests", type=int, default=None,
@@ -130,12 +146,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         return _fail(f"{exc}; install the serve extra: pip install 'refcheck-callbacks[serve]'")
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    if token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"refcheck serve: warning: binding {args.host} with no token; anyone who reaches "
-            f"it can send text to check. Set --token or {TOKEN_ENV}.",
-            file=sys.stderr,
-        )
+    if token is None:
+        print(_open_warning(args.host, args.port), file=sys.stderr)
     try:
         launch = _launch(args, token, autoscale)
     except ValueError as exc:
@@ -145,6 +157,19 @@ def run_serve(args: argparse.Namespace) -> int:
     except ServiceStartError as exc:
         return _fail(str(exc))
     return 0
+
+
+def _open_warning(host: str, port: int) -> str:
+    """The one line that says who can call a service without a token."""
+    who = (
+        "any local user (any process on this machine)"
+        if host in ("127.0.0.1", "localhost", "::1")
+        else f"anyone who reaches {host}"
+    )
+    return (
+        f"refcheck serve: warning: no token, so {who} can call port {port} and send it text "
+        f"to check; set --token or {TOKEN_ENV}"
+    )
 
 
 def _autoscale(value: str | None) -> tuple[int, int] | None:
@@ -185,6 +210,7 @@ def _launch(
                 batch_wait_timeout_s=defaults.batch.batch_wait_timeout_s
                 if args.batch_wait is None
                 else args.batch_wait,
+                max_caller_inputs=args.max_caller_inputs or defaults.batch.max_caller_inputs,
             ),
             max_queued_requests=args.max_queued_requests or defaults.max_queued_requests,
         )
@@ -194,6 +220,7 @@ def _launch(
             extractor=args.extractor,
             extractor_api_base=args.extractor_api_base,
             max_request_bytes=args.max_request_bytes,
+            max_call_inputs=args.max_call_inputs,
             token_sha256=None if token is None else token_digest(token),
         )
     except ValidationError as exc:

@@ -1,10 +1,14 @@
-"""One batch of requests through redact -> extract -> check -> aggregate.
+"""One batch of requests through redact -> prepare -> extract -> check -> conflict -> aggregate.
 
 Pure async code with no queue: the monitor's worker drives it. Failures stay with the request
 that caused them: a stage that raises or overruns its deadline on a batch is tried again one
 request at a time (`engine.stage`), so one poisonous answer cannot fail or time out its
 neighbours. A request whose redact hook fails is withheld: its text is dropped from the result
 and nothing of it is checked, sent to a judge or exported.
+
+Text preparation (`extract.prepare`) blanks citation markers and markdown before extraction
+and tidies each claim after it; the conflict stage (`check.conflict`) then gives the labels
+one meaning whatever the checker: a Contradiction names a conflicting reference statement.
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.check.conflict.stage import settle
+from refcheck_callbacks.contract.components import Checker, ConflictFinder, Extraction, Extractor
+from refcheck_callbacks.contract.registry import ConflictSource, conflict_finder
 from refcheck_callbacks.engine import aggregate
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.stage import StageCall, StageFailure, run_stage
 from refcheck_callbacks.errors import CheckError, ExtractionError, RedactionError, StageOutputError
-from refcheck_callbacks.extract.base import Extraction, Extractor, first_claims
+from refcheck_callbacks.extract.base import first_claims
+from refcheck_callbacks.extract.prepare import for_extraction, prepared_claims
 from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.text.markup import Markup, markup
 from refcheck_callbacks.types import (
     CheckItem,
     CheckRequest,
@@ -36,6 +44,9 @@ from refcheck_callbacks.types import (
 
 Redactor = Callable[[str], str]
 T = TypeVar("T")
+DEFAULT_CONFLICT = "embedded"
+"""The conflict stage every checker's verdicts go through unless the app names another: the
+offline stated-fact finder."""
 
 
 @dataclass
@@ -51,6 +62,14 @@ class _Job:
     timings: dict[str, float] = field(default_factory=dict)
     stage_started: dict[str, float] = field(default_factory=dict)
     usage: Usage | None = None
+    markup: Markup | None = None
+    """The answer's formatting, once its claims are to be extracted here."""
+
+    def for_extraction(self) -> CheckRequest:
+        """The request as the extractor reads it: formatting blanked (`extract.prepare`)."""
+        if self.markup is None:
+            self.markup = markup(self.request.answer)
+        return for_extraction(self.request, self.markup)
 
     @property
     def open(self) -> bool:
@@ -149,6 +168,20 @@ def redacted(request: CheckRequest, redact: Redactor) -> CheckRequest | Withheld
         return Withheld(withheld, message)
 
 
+def _items(job: _Job) -> list[CheckItem]:
+    """A job's claims as the checker receives them."""
+    return [
+        CheckItem(
+            claim=claim,
+            references=job.request.references,
+            question=job.request.question,
+            request_id=job.request.request_id,
+            claim_index=index,
+        )
+        for index, claim in enumerate(job.claims)
+    ]
+
+
 def checker_placement(checker: Checker | None, runs_in: Placement) -> Placement:
     """Where `checker`'s work happens: a checker that calls out (a service) says so with its
     own `placement` attribute; any other runs where its pipeline runs."""
@@ -170,9 +203,12 @@ class Pipeline:
         timeouts: StageTimeouts | None = None,
         runs_in: Placement = Placement.THREAD,
         max_claims: int | None = None,
+        conflict: ConflictSource = DEFAULT_CONFLICT,
     ) -> None:
         self.extractor = extractor
         self.checker = checker
+        self.conflict: ConflictFinder | None = conflict_finder(conflict)
+        """The conflict stage's finder (`check.conflict`); None leaves verdicts as given."""
         self.aggregator = aggregator
         self.redact = redact
         self.timeouts = timeouts or StageTimeouts()
@@ -185,6 +221,9 @@ class Pipeline:
         with the stage's deadline and one-by-one retry; a failure is the request's error."""
         jobs = [_Job(request) for request in requests]
         await self._extract(jobs)
+        for job in jobs:
+            if job.open:
+                job.claims = prepared_claims(job.request, job.claims, job.markup)
         return [job.extraction() for job in jobs]
 
     async def run(self, requests: Sequence[CheckRequest]) -> list[CheckResult]:
@@ -200,11 +239,13 @@ class Pipeline:
         self._screen(jobs, self.checker.needs_references)
         await self._extract([j for j in jobs if j.open and j.request.claims is None])
         for job in jobs:
-            if job.open and job.request.claims is not None:
-                job.claims = list(job.request.claims)
+            if job.open:
+                claims = job.claims if job.request.claims is None else job.request.claims
+                job.claims = prepared_claims(job.request, claims, job.markup)
             if job.open and not job.claims:
                 job.end(Outcome.ABSTAIN, "the answer holds no checkable claim")
         await self._check(self.checker, [j for j in jobs if j.open])
+        await self._settle(self.checker, [j for j in jobs if j.open])
         return [self._result(job, started, self.checker.name) for job in jobs]
 
     def _redact(self, jobs: list[_Job]) -> None:
@@ -235,7 +276,7 @@ class Pipeline:
 
     async def _extract(self, jobs: list[_Job]) -> None:
         async def call(batch: list[_Job]) -> list[Extraction]:
-            return await self.extractor.extract([job.request for job in batch])
+            return await self.extractor.extract([job.for_extraction() for job in batch])
 
         for job, extraction in await self._stage("extract", jobs, call, self.timeouts.extract):
             job.add_usage(extraction.usage)
@@ -250,17 +291,7 @@ class Pipeline:
 
     async def _check(self, checker: Checker, jobs: list[_Job]) -> None:
         async def call(batch: list[_Job]) -> list[list[Verdict]]:
-            items = [
-                CheckItem(
-                    claim=claim,
-                    references=job.request.references,
-                    question=job.request.question,
-                    request_id=job.request.request_id,
-                    claim_index=index,
-                )
-                for job in batch
-                for index, claim in enumerate(job.claims)
-            ]
+            items = [item for job in batch for item in _items(job)]
             verdicts = await checker.check(items)
             if len(verdicts) != len(items):
                 raise StageOutputError(
@@ -276,6 +307,27 @@ class Pipeline:
             job.verdicts = verdicts
             for verdict in verdicts:
                 job.add_usage(verdict.usage)
+
+    async def _settle(self, checker: Checker, jobs: list[_Job]) -> None:
+        """The conflict stage: Contradiction only where a conflicting statement was found."""
+        finder = self.conflict
+        if finder is None:
+            return
+        screened = getattr(checker, "screens_with", None) == finder.name
+
+        async def call(batch: list[_Job]) -> list[list[Verdict]]:
+            items = [item for job in batch for item in _items(job)]
+            verdicts = await settle(
+                finder, items, [v for job in batch for v in job.verdicts], screened
+            )
+            out, cursor = [], 0
+            for job in batch:
+                out.append(verdicts[cursor : cursor + len(job.verdicts)])
+                cursor += len(job.verdicts)
+            return out
+
+        for job, verdicts in await self._stage("conflict", jobs, call, self.timeouts.check):
+            job.verdicts = verdicts
 
     async def _stage(
         self,

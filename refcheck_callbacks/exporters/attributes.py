@@ -145,6 +145,7 @@ class ResultAttributes:
                 names.CLAIM_EVIDENCE_DOC_IDS: doc_ids or None,
                 names.CLAIM_EVIDENCE_INDICES: [e.reference_index for e in verdict.evidence] or None,
                 names.CLAIM_HALLUCINATION_TYPE: verdict.hallucination_type,
+                names.CLAIM_CONFLICT: verdict.conflict and verdict.conflict.value,
                 names.CLAIM_STAGE: verdict.stages[-1].stage if verdict.stages else None,
                 names.GEN_AI_RESPONSE_ID: result.request.response_id,
                 names.CLAIM_TEXT: self.content(result, None if claim is None else claim.text),

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from refcheck_callbacks.check.base import preload
-from refcheck_callbacks.cli.specs import build_checker, build_extractor
+from refcheck_callbacks.contract.components import Extraction, preload
+from refcheck_callbacks.contract.registry import build_checker, build_extractor
 from refcheck_callbacks.errors import StageOutputError
-from refcheck_callbacks.extract.base import Extraction
 from refcheck_callbacks.remote.wire import (
     CheckCall,
     CheckReply,
@@ -25,6 +24,7 @@ from refcheck_callbacks.remote.wire import (
     ExtractReply,
     WireCall,
     WireReply,
+    expect,
 )
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import Verdict
@@ -43,7 +43,7 @@ class _Checking:
         self.name = self.component.name
 
     async def run(self, calls: Sequence[WireCall]) -> list[WireReply]:
-        checks = [_expect(CheckCall, call) for call in calls]
+        checks = [expect(CheckCall, call) for call in calls]
         items = [item for call in checks for item in call.items()]
         verdicts = await self.component.check(items)
         return [
@@ -52,7 +52,7 @@ class _Checking:
         ]
 
     def per_request(self, call: WireCall) -> list[WireCall]:
-        check = _expect(CheckCall, call)
+        check = expect(CheckCall, call)
         return [
             CheckCall(
                 client=check.client,
@@ -72,9 +72,9 @@ class _Checking:
 
     def merged(self, call: WireCall, parts: Sequence[WireReply]) -> WireReply:
         """The reply to `call` from the replies to its `per_request` parts, in call order."""
-        check = _expect(CheckCall, call)
+        check = expect(CheckCall, call)
         pending = {
-            index: iter(_expect(CheckReply, part).verdicts) for index, part in enumerate(parts)
+            index: iter(expect(CheckReply, part).verdicts) for index, part in enumerate(parts)
         }
         verdicts = [next(pending[claim.request]) for claim in check.claims]
         return CheckReply(checker=self.name, verdicts=verdicts)
@@ -88,7 +88,7 @@ class _Extracting:
         self.name = self.component.name
 
     async def run(self, calls: Sequence[WireCall]) -> list[WireReply]:
-        extracts = [_expect(ExtractCall, call) for call in calls]
+        extracts = [expect(ExtractCall, call) for call in calls]
         requests = [request for call in extracts for request in call.requests]
         extractions = await self.component.extract(requests)
         return [
@@ -97,7 +97,7 @@ class _Extracting:
         ]
 
     def per_request(self, call: WireCall) -> list[WireCall]:
-        extract = _expect(ExtractCall, call)
+        extract = expect(ExtractCall, call)
         return [ExtractCall(client=extract.client, requests=[r]) for r in extract.requests]
 
     def failed(self, call: WireCall, exc: Exception) -> WireReply:
@@ -106,7 +106,7 @@ class _Extracting:
         return ExtractReply(extractor=self.name, extractions=[failed] * len(call))
 
     def merged(self, call: WireCall, parts: Sequence[WireReply]) -> WireReply:
-        extractions = [e for part in parts for e in _expect(ExtractReply, part).extractions]
+        extractions = [e for part in parts for e in expect(ExtractReply, part).extractions]
         return ExtractReply(extractor=self.name, extractions=extractions)
 
 
@@ -125,12 +125,6 @@ def _per_call(
         shares.append(list(outputs[cursor : cursor + len(call)]))
         cursor += len(call)
     return shares
-
-
-def _expect(kind: type[Any], value: object) -> Any:
-    if not isinstance(value, kind):
-        raise TypeError(f"expected a {kind.__name__}, got a {type(value).__name__}")
-    return value
 
 
 class ComponentRunner:

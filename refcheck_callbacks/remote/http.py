@@ -5,9 +5,11 @@ its pool belong to the loop that made them). Every call has a deadline that cove
 waiting, retries and backoff; nothing outlives it. 429, 502, 503, 504 and connection failures
 (refused, reset, closed before replying) are retried with exponential backoff and jitter,
 after the server's Retry-After when it sends one, capped. Checking is idempotent, so a retry
-after a reset connection is safe. A failure ends as `RemoteCallError` with a `kind`, which
-the checker and extractor turn into per-claim or per-request errors; they are counted here.
-httpx is imported when the first client is built.
+after a reset connection is safe. A reply is read as it arrives, up to `max_reply_bytes`: a
+larger one (a wrong URL, a proxy's error page, a broken service) ends the call without the
+rest being read (`remote.reply`). A reply must fit its call (`WireCall.misfit`). A failure ends as
+`RemoteCallError` with a `kind`, which the checker and extractor turn into per-claim or
+per-request errors; they are counted here. httpx is imported when the first client is built.
 """
 
 from __future__ import annotations
@@ -19,31 +21,37 @@ import time
 import uuid
 import weakref
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
-from pydantic import ValidationError
 
 from refcheck_callbacks.errors import RemoteCallError
-from refcheck_callbacks.llm.client import RetryPolicy
+from refcheck_callbacks.remote.reply import (
+    ERROR_BODY_BYTES,
+    Answer,
+    Reply,
+    read_body,
+    reason,
+    validated,
+)
 from refcheck_callbacks.remote.wire import (
+    DEFAULT_MAX_CALL_INPUTS,
+    DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REQUEST_BYTES,
     TOKEN_ENV,
-    ErrorReply,
     WireCall,
-    WireReply,
 )
 from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.support.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import httpx
-
-Reply = TypeVar("Reply", bound=WireReply)
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 
@@ -90,26 +98,6 @@ def _out_of_time(deadline: float, attempts: int, last: _Failed | None) -> Remote
     )
 
 
-def _validated(reply_type: type[Reply], content: bytes) -> Reply:
-    try:
-        return reply_type.model_validate_json(content)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise RemoteCallError(
-            f"the service's reply is not a valid {reply_type.__name__}: {where}: {first['msg']}",
-            "bad_reply",
-        ) from exc
-
-
-def _reason(response: httpx.Response) -> str:
-    """The service's own message for a failed call, else the start of the body."""
-    try:
-        return ErrorReply.model_validate_json(response.content).message
-    except ValidationError:
-        return response.text[:200] or response.reason_phrase
-
-
 class ServiceClient:
     """POSTs pydantic models as JSON to a refcheck service and validates the replies.
 
@@ -122,6 +110,9 @@ class ServiceClient:
         retry: backoff for 429 / 502 / 503 / 504 and connection failures; its `max_backoff`
             also caps a server's Retry-After.
         max_request_bytes: the largest body sent; keep it at or under the service's cap.
+        max_reply_bytes: the largest reply read; a larger one fails the call (`bad_reply`).
+        max_call_inputs: claims (or answers) sent in one call at most; keep it at or under the
+            service's `--max-call-inputs`. A larger call goes in parts.
     """
 
     def __init__(
@@ -134,11 +125,15 @@ class ServiceClient:
         concurrency: int = 4,
         retry: RetryPolicy | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"the service URL must start with http:// or https://, not {url!r}")
-        if deadline <= 0 or connect_timeout <= 0 or concurrency < 1 or max_request_bytes < 1:
-            raise ValueError("deadline, connect_timeout, concurrency, max_request_bytes: > 0")
+        if min(deadline, connect_timeout) <= 0 or min(max_request_bytes, max_reply_bytes) < 1:
+            raise ValueError("deadline, connect_timeout, max_request_bytes, max_reply_bytes: > 0")
+        if min(concurrency, max_call_inputs) < 1:
+            raise ValueError("concurrency, max_call_inputs: at least 1")
         self._httpx = require("httpx", "remote")
         self.url = url.rstrip("/")
         self.deadline = deadline
@@ -146,6 +141,8 @@ class ServiceClient:
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(max_retries=4, backoff=0.2, max_backoff=10.0)
         self.max_request_bytes = max_request_bytes
+        self.max_reply_bytes = max_reply_bytes
+        self.max_call_inputs = max_call_inputs
         self.client_id = uuid.uuid4().hex
         """Sent with every call: the service's batch records tell callers apart by it."""
         token = token if token is not None else os.environ.get(TOKEN_ENV)
@@ -178,9 +175,12 @@ class ServiceClient:
     async def send(
         self, path: str, call: WireCall, reply_type: type[Reply]
     ) -> list[tuple[WireCall, Reply | RemoteCallError]]:
-        """POST `call` to `path`: each part sent (the call itself, or its halves when it is
-        over `max_request_bytes` or the service's own cap) with its validated reply or why it
-        has none. Never raises for the service's sake; every failure is counted."""
+        """POST `call` to `path`: each part sent (the call itself; its parts of at most
+        `max_call_inputs`; its halves when it is over `max_request_bytes` or the service's own
+        caps) with its validated reply or why it has none. Never raises for the service's
+        sake; every failure is counted."""
+        if len(call) > self.max_call_inputs:
+            return await self._each(path, call.parts(self.max_call_inputs), reply_type)
         body = call.model_dump_json(exclude_defaults=True).encode()
         try:
             if len(body) > self.max_request_bytes:
@@ -196,14 +196,17 @@ class ServiceClient:
             halves = call.halves() if exc.kind == "too_large" else None
             if halves is None:
                 return [(call, self._counted(path, exc))]
-            parts = await asyncio.gather(*(self.send(path, h, reply_type) for h in halves))
-            return [piece for part in parts for piece in part]
-        if len(reply) != len(call):
-            wrong = RemoteCallError(
-                f"the service returned {len(reply)} outputs for {len(call)} inputs", "bad_reply"
-            )
-            return [(call, self._counted(path, wrong))]
+            return await self._each(path, halves, reply_type)
+        misfit = call.misfit(reply)
+        if misfit is not None:
+            return [(call, self._counted(path, RemoteCallError(misfit, "bad_reply")))]
         return [(call, reply)]
+
+    async def _each(
+        self, path: str, calls: Sequence[WireCall], reply_type: type[Reply]
+    ) -> list[tuple[WireCall, Reply | RemoteCallError]]:
+        sent = await asyncio.gather(*(self.send(path, call, reply_type) for call in calls))
+        return [piece for part in sent for piece in part]
 
     def _counted(self, path: str, exc: RemoteCallError) -> RemoteCallError:
         with self._lock:
@@ -221,8 +224,8 @@ class ServiceClient:
             if remaining <= 0:
                 raise _out_of_time(self.deadline, attempt - 1, last)
             outcome = await self._attempt(path, body, remaining)
-            if isinstance(outcome, bytes):
-                return _validated(reply_type, outcome)
+            if isinstance(outcome, bytearray):
+                return validated(reply_type, outcome)
             if outcome.kind == "deadline":
                 raise _out_of_time(self.deadline, attempt, last)
             if outcome.kind not in ("connection", "rate_limit", "unavailable"):
@@ -241,7 +244,7 @@ class ServiceClient:
                 )
             await asyncio.sleep(wait)
 
-    async def _attempt(self, path: str, body: bytes, remaining: float) -> bytes | _Failed:
+    async def _attempt(self, path: str, body: bytes, remaining: float) -> bytearray | _Failed:
         """One POST: the reply body, or why there is none."""
         httpx = self._httpx
         client, slots = self._client()
@@ -250,7 +253,7 @@ class ServiceClient:
         try:
             # Our own clock as well as httpx's: a server that trickles bytes, or a slot that
             # frees late, must not hold the call past its deadline.
-            response = await asyncio.wait_for(
+            answer = await asyncio.wait_for(
                 self._post(client, slots, path, body, timeout), remaining
             )
         except httpx.ConnectTimeout as exc:
@@ -261,12 +264,12 @@ class ServiceClient:
             return _Failed("connection", f"{type(exc).__name__} talking to {self.url}: {exc}")
         finally:
             otel_context.detach(token)
-        if response.status_code == 200:
-            return response.content
+        if answer.status == 200:
+            return answer.body
         return _Failed(
-            _status_kind(response.status_code),
-            f"HTTP {response.status_code} from {self.url}{path}: {_reason(response)}",
-            retry_after_seconds(response.headers.get("retry-after")),
+            _status_kind(answer.status),
+            f"HTTP {answer.status} from {self.url}{path}: {reason(answer)}",
+            retry_after_seconds(answer.retry_after),
         )
 
     async def _post(
@@ -276,11 +279,19 @@ class ServiceClient:
         path: str,
         body: bytes,
         timeout: httpx.Timeout,
-    ) -> httpx.Response:
+    ) -> Answer:
         async with slots:
             with self._lock:
                 self.requests_sent += 1
-            return await client.post(path, content=body, timeout=timeout)
+            async with client.stream("POST", path, content=body, timeout=timeout) as response:
+                ok = response.status_code == 200
+                cap = self.max_reply_bytes if ok else min(ERROR_BODY_BYTES, self.max_reply_bytes)
+                return Answer(
+                    response.status_code,
+                    response.reason_phrase,
+                    response.headers.get("retry-after"),
+                    await read_body(response, cap, whole=ok),
+                )
 
     def _client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
@@ -323,7 +334,8 @@ class RemoteComponent:
         deadline: seconds one batch may take, retries included. Keep it under the monitor's
             stage timeout (`StageTimeouts`: 60 s extract, 120 s check), so that a slow service
             ends as counted errors of its own rather than a stage timeout.
-        connect_timeout, concurrency, retry, max_request_bytes: see `ServiceClient`.
+        connect_timeout, concurrency, retry, max_request_bytes, max_reply_bytes,
+            max_call_inputs: see `ServiceClient`.
     """
 
     def __init__(
@@ -337,6 +349,8 @@ class RemoteComponent:
         concurrency: int = 4,
         retry: RetryPolicy | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS,
     ) -> None:
         self.client = ServiceClient(
             url,
@@ -346,6 +360,8 @@ class RemoteComponent:
             concurrency=concurrency,
             retry=retry,
             max_request_bytes=max_request_bytes,
+            max_reply_bytes=max_reply_bytes,
+            max_call_inputs=max_call_inputs,
         )
         self.name = name
         self.served_by: str | None = None

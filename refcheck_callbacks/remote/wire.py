@@ -6,16 +6,23 @@ send them too. One call carries a whole engine batch. A check call sends each re
 references once, however many of its claims are in the batch, and the service rebuilds the
 `CheckItem`s from it. What the app keeps to itself never goes out: request and reference
 `metadata`, trace context, and (for extraction) the references.
+
+What arrives as JSON is checked beyond its types, on both ends: every number is finite (JSON
+from elsewhere may say `NaN` or `1e999`; ours writes a non-finite float as null), a claim's
+index is one a checker can hold, and a reply's evidence and claim spans point into the call
+that asked for them (`WireCall.misfit`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Final
+from enum import Enum
+from typing import Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from refcheck_callbacks.extract.base import Extraction
+from refcheck_callbacks.contract.components import Extraction
 from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, Reference, Verdict
 
 WIRE_VERSION: Final = 1
@@ -30,14 +37,55 @@ TOKEN_ENV: Final = "REFCHECK_SERVE_TOKEN"
 """The bearer token, for `refcheck serve` and for `RemoteChecker` / `RemoteExtractor`."""
 DEFAULT_MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
 """The largest request body the service accepts, and the client sends, unless configured."""
+DEFAULT_MAX_REPLY_BYTES: Final = 64 * 1024 * 1024
+"""The largest reply body the client reads, unless configured."""
+DEFAULT_MAX_CALL_INPUTS: Final = 4096
+"""Claims (or answers, to extract) in one call at most: the service refuses more, unless
+configured, and the client sends no more, so one caller's call cannot hold a replica long."""
 MAX_CLIENT_ID_CHARS: Final = 64
+MAX_CLAIM_INDEX: Final = 2**31 - 1
+"""A claim's index in its answer fits a 32-bit integer, the index any checker may keep it in."""
 
 
 class _WireModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class WireCall(_WireModel):
+def _non_finite(value: object, where: str) -> str | None:
+    """Where the first NaN or infinity in `value` sits (a dotted path), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value}"
+    if isinstance(value, BaseModel):
+        items: Sequence[tuple[object, object]] = list(value.__dict__.items())
+    elif isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))
+    else:
+        return None
+    for key, item in items:
+        name = key.value if isinstance(key, Enum) else key
+        found = _non_finite(item, f"{where}.{name}" if where else str(name))
+        if found is not None:
+            return found
+    return None
+
+
+class _Message(_WireModel):
+    """A call or reply: its JSON form holds finite numbers only."""
+
+    @model_validator(mode="after")
+    def _finite_numbers(self, info: ValidationInfo) -> _Message:
+        # Only what arrives as JSON: a float the app built in-process (a retriever's NaN score)
+        # is sent as null, never refused here.
+        if info.mode == "json":
+            found = _non_finite(self, "")
+            if found is not None:
+                raise ValueError(f"{found}; numbers must be finite")
+        return self
+
+
+class WireCall(_Message):
     """A call to a component: many inputs, split in halves when it is too large to send."""
 
     client: str = Field(default="", max_length=MAX_CLIENT_ID_CHARS)
@@ -49,6 +97,22 @@ class WireCall(_WireModel):
 
     def halves(self) -> tuple[WireCall, WireCall] | None:
         """Two calls holding the inputs of this one, in order; None when it cannot split."""
+        raise NotImplementedError
+
+    def parts(self, max_inputs: int) -> list[WireCall]:
+        """Calls of at most `max_inputs` inputs holding the inputs of this one, in order."""
+        raise NotImplementedError
+
+    def misfit(self, reply: WireReply) -> str | None:
+        """What in `reply` does not answer this call (a count, an index or span outside what
+        was sent), or None when it fits."""
+        if len(reply) != len(self):
+            return f"the service returned {len(reply)} outputs for {len(self)} inputs"
+        return self._outside(reply)
+
+    def _outside(self, reply: WireReply) -> str | None:
+        """The first index or span in `reply`, one output per input, that points outside this
+        call; None when there is none."""
         raise NotImplementedError
 
 
@@ -64,7 +128,7 @@ class ClaimToCheck(_WireModel):
     claim: Claim
     request: int = Field(ge=0)
     """Index of the claim's request in `CheckCall.requests`."""
-    claim_index: int = Field(ge=0)
+    claim_index: int = Field(ge=0, le=MAX_CLAIM_INDEX)
 
 
 class CheckCall(WireCall):
@@ -121,6 +185,19 @@ class CheckCall(WireCall):
             for claim in self.claims
         ]
 
+    def _outside(self, reply: WireReply) -> str | None:
+        verdicts = expect(CheckReply, reply).verdicts
+        for position, (claim, verdict) in enumerate(zip(self.claims, verdicts, strict=True)):
+            references = self.requests[claim.request].references
+            for evidence in verdict.evidence:
+                where = f"verdicts[{position}] cites reference {evidence.reference_index}"
+                if evidence.reference_index >= len(references):
+                    return f"{where}; its claim was sent with {len(references)}"
+                text = references[evidence.reference_index].text
+                if evidence.span.end > len(text):
+                    return f"{where} up to character {evidence.span.end}; it has {len(text)}"
+        return None
+
     def halves(self) -> tuple[CheckCall, CheckCall] | None:
         """The claims split in two, in order, each half with the requests its claims need.
 
@@ -139,6 +216,28 @@ class CheckCall(WireCall):
         )
         return self._part(self.claims[:cut]), self._part(self.claims[cut:])
 
+    def parts(self, max_inputs: int) -> list[WireCall]:
+        """The claims in calls of at most `max_inputs`, in order: whole requests packed together,
+        and a request with more claims than that cut between its claims (each part then
+        carries the request's references)."""
+        runs: list[list[ClaimToCheck]] = []
+        for claim in self.claims:
+            if runs and runs[-1][-1].request == claim.request:
+                runs[-1].append(claim)
+            else:
+                runs.append([claim])
+        parts: list[list[ClaimToCheck]] = []
+        current: list[ClaimToCheck] = []
+        for run in runs:
+            if current and len(current) + len(run) > max_inputs:
+                parts.append(current)
+                current = []
+            while len(current) + len(run) > max_inputs:
+                parts.append(run[:max_inputs])
+                run = run[max_inputs:]
+            current += run
+        return [self._part(part) for part in [*parts, current] if part]
+
     def _part(self, claims: list[ClaimToCheck]) -> CheckCall:
         index_of: dict[int, int] = {}
         for claim in claims:
@@ -150,10 +249,14 @@ class CheckCall(WireCall):
         )
 
 
-class WireReply(_WireModel):
+class WireReply(_Message):
     """A component's reply: one output per input of the call, in order."""
 
     def __len__(self) -> int:
+        raise NotImplementedError
+
+    def joined(self, later: Sequence[WireReply]) -> WireReply:
+        """This reply followed by the replies to the later parts of its call."""
         raise NotImplementedError
 
 
@@ -165,6 +268,10 @@ class CheckReply(WireReply):
 
     def __len__(self) -> int:
         return len(self.verdicts)
+
+    def joined(self, later: Sequence[WireReply]) -> CheckReply:
+        verdicts = [v for reply in (self, *later) for v in expect(CheckReply, reply).verdicts]
+        return CheckReply(checker=self.checker, verdicts=verdicts)
 
 
 class ExtractCall(WireCall):
@@ -180,6 +287,17 @@ class ExtractCall(WireCall):
     def __len__(self) -> int:
         return len(self.requests)
 
+    def _outside(self, reply: WireReply) -> str | None:
+        pairs = zip(self.requests, expect(ExtractReply, reply).extractions, strict=True)
+        for position, (request, extraction) in enumerate(pairs):
+            for claim in extraction.claims:
+                if claim.span is not None and claim.span.end > len(request.answer):
+                    return (
+                        f"extractions[{position}] has a claim up to character {claim.span.end}"
+                        f"; its answer has {len(request.answer)}"
+                    )
+        return None
+
     def halves(self) -> tuple[ExtractCall, ExtractCall] | None:
         if len(self.requests) < 2:
             return None
@@ -189,6 +307,12 @@ class ExtractCall(WireCall):
             ExtractCall(client=self.client, requests=self.requests[cut:]),
         )
 
+    def parts(self, max_inputs: int) -> list[WireCall]:
+        return [
+            ExtractCall(client=self.client, requests=self.requests[start : start + max_inputs])
+            for start in range(0, len(self.requests), max_inputs)
+        ]
+
 
 class ExtractReply(WireReply):
     extractor: str
@@ -197,6 +321,12 @@ class ExtractReply(WireReply):
 
     def __len__(self) -> int:
         return len(self.extractions)
+
+    def joined(self, later: Sequence[WireReply]) -> ExtractReply:
+        extractions = [
+            e for reply in (self, *later) for e in expect(ExtractReply, reply).extractions
+        ]
+        return ExtractReply(extractor=self.extractor, extractions=extractions)
 
 
 class ErrorReply(_WireModel):
@@ -235,3 +365,13 @@ def _extractable(request: CheckRequest) -> CheckRequest:
         submitted_at=request.submitted_at,
         model=request.model,
     )
+
+
+Expected = TypeVar("Expected", bound=BaseModel)
+
+
+def expect(kind: type[Expected], value: object) -> Expected:
+    """`value`, which must be a `kind` (a call or reply of the kind at hand)."""
+    if not isinstance(value, kind):
+        raise TypeError(f"expected a {kind.__name__}, got a {type(value).__name__}")
+    return value

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ray.serve import Application
 
 from refcheck_callbacks.remote.answering import Role
-from refcheck_callbacks.remote.wire import DEFAULT_MAX_REQUEST_BYTES
+from refcheck_callbacks.remote.wire import DEFAULT_MAX_CALL_INPUTS, DEFAULT_MAX_REQUEST_BYTES
 from refcheck_callbacks.serve.component import BatchSettings, Component
 from refcheck_callbacks.serve.gateway import Gateway, GatewayOptions
 
@@ -41,6 +41,8 @@ class ServiceArgs(BaseModel):
     """An extractor spec (`sentence`, `llm:MODEL`, `py:...`); None serves no /v1/extract."""
     extractor_api_base: str | None = None
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, ge=1024)
+    max_call_inputs: int = Field(default=DEFAULT_MAX_CALL_INPUTS, ge=1)
+    """Claims (answers, to extract) per call at most; a larger call gets a 413."""
     token_sha256: str | None = None
     """SHA-256 hex of the bearer token. Leave it out to have the gateway read
     `REFCHECK_SERVE_TOKEN` from its environment (a Kubernetes Secret), or to run open."""
@@ -100,7 +102,9 @@ def build_application(
             name=EXTRACTOR_DEPLOYMENT, **(extractor or Scaling()).options()
         ).bind(Role.EXTRACTOR.value, args.extractor, args.extractor_api_base)
     options = GatewayOptions(
-        max_request_bytes=args.max_request_bytes, token_sha256=args.token_sha256
+        max_request_bytes=args.max_request_bytes,
+        max_call_inputs=args.max_call_inputs,
+        token_sha256=args.token_sha256,
     )
     # The gateway only parses JSON and awaits its components: it reserves no CPU.
     return Gateway.options(name=GATEWAY_DEPLOYMENT, ray_actor_options={"num_cpus": 0}).bind(

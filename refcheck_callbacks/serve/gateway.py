@@ -1,8 +1,9 @@
 """The service's HTTP front: versioned routes, the bearer token, size caps, validation.
 
 Every call is answered with JSON. A bad call gets a 4xx whose `ErrorReply` says what is wrong
-(401 no or wrong token, 413 too large, 400 malformed JSON, 422 valid JSON that is not a call,
-404 / 405 unknown route or method); a service that cannot take the call now gets a 503 with
+(401 no or wrong token, 413 too many bytes or more claims than `max_call_inputs`, 400 malformed
+JSON, 422 valid JSON that is not a call, a non-finite number or an impossible index, 404 / 405
+unknown route or method); a service that cannot take the call now gets a 503 with
 Retry-After (a component's queue is full, or its replicas are starting), which clients retry.
 Nothing a caller sends can stop the gateway from serving the next call. The gateway holds no
 model: it validates, then hands the call to the component deployments.
@@ -27,6 +28,7 @@ from starlette.responses import Response
 
 from refcheck_callbacks.remote.wire import (
     CHECK_PATH,
+    DEFAULT_MAX_CALL_INPUTS,
     DEFAULT_MAX_REQUEST_BYTES,
     EXTRACT_PATH,
     HEALTH_PATH,
@@ -38,6 +40,7 @@ from refcheck_callbacks.remote.wire import (
     ExtractCall,
     WireCall,
 )
+from refcheck_callbacks.serve.loopback import replica_server_on_node_address
 from refcheck_callbacks.support.logs import logger
 
 _RETRY_AFTER_S = 1
@@ -46,6 +49,7 @@ _READY_TIMEOUT_S = 5.0
 
 class GatewayOptions(BaseModel):
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS
     token_sha256: str | None = None
     """SHA-256 (hex) of the bearer token. None: the gateway reads `REFCHECK_SERVE_TOKEN` in its
     own process, and runs open when that is unset too."""
@@ -100,6 +104,7 @@ class GatewayReplica:
         extractor: DeploymentHandle | None,
         options: GatewayOptions,
     ) -> None:
+        replica_server_on_node_address()
         self.components = {CHECK_PATH: checker}
         if extractor is not None:
             self.components[EXTRACT_PATH] = extractor
@@ -165,6 +170,7 @@ class GatewayReplica:
             call = (CheckCall if path == CHECK_PATH else ExtractCall).model_validate_json(body)
         except ValidationError as exc:
             raise _problem(exc) from None
+        self._within_limit(path, call)
         try:
             reply = await self.components[path].answer.remote(call)
         except BackPressureError as exc:
@@ -172,6 +178,18 @@ class GatewayReplica:
         except DeploymentUnavailableError as exc:
             raise _Refused(503, "unavailable", exc.message, retry=True) from None
         return _json(reply)
+
+    def _within_limit(self, path: str, call: WireCall) -> None:
+        limit = self.settings.max_call_inputs
+        if len(call) > limit:
+            what = "claims" if path == CHECK_PATH else "answers"
+            raise _Refused(
+                413,
+                "too_large",
+                f"the call holds {len(call):,} {what}; this service takes at most {limit:,} "
+                f"{what} per call: split it into calls of at most {limit:,} (RemoteChecker and "
+                "RemoteExtractor do, by max_call_inputs)",
+            )
 
     async def _health(self, request: Request) -> Response:
         return _plain_json({"status": "ok"})

@@ -1,9 +1,10 @@
 """Running the service: connect to a Ray cluster (or start a local one), deploy, wait, clean up.
 
 `refcheck serve` calls `serve_until_stopped`. Without `address` a local Ray cluster is started
-for the service and shut down with it; with one, the application is deployed on that cluster
-and deleted from it on stop. HTTP binds 127.0.0.1 unless told otherwise. A Serve config file
-(the format `serve deploy` and KubeRay take) can replace the component options.
+for the service and shut down with it, every port of it on 127.0.0.1 (`serve.loopback`); with
+one, the application is deployed on that cluster and deleted from it on stop. HTTP binds
+127.0.0.1 unless told otherwise. A Serve config file (the format `serve deploy` and KubeRay
+take) can replace the component options.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ray.serve.schema import ServeDeploySchema
 
 from refcheck_callbacks.errors import ServiceStartError
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application
+from refcheck_callbacks.serve.loopback import local_cluster_options
 
 _RUNNING = "RUNNING"
 _FAILED = ("DEPLOY_FAILED", "UNHEALTHY")
@@ -92,7 +94,7 @@ def start(launch: Launch) -> list[str]:
             # on a busy host a proxy's start (a new Python process) takes longer. Our own
             # cluster inherits this; an explicit setting still wins.
             os.environ.setdefault(PROXY_READY_TIMEOUT_ENV, str(LOCAL_PROXY_READY_TIMEOUT_S))
-            local["include_dashboard"] = False
+            local = local_cluster_options()
         # "local" starts a cluster of our own even when `ray start` left one on this machine.
         ray.init(address=launch.address or "local", namespace="serve", **local)
     if launch.config is not None:

@@ -7,7 +7,7 @@ same thing, so rounding, conversions, abbreviations and partial names all agree.
 
 from __future__ import annotations
 
-from refcheck_callbacks.text.mention_words import GENERIC_NAME_WORDS
+from refcheck_callbacks.text.mention_words import COUNT_NOUNS, GENERIC_NAME_WORDS
 from refcheck_callbacks.text.mentions import Mention
 
 _CONVERSION_SLACK = 0.05
@@ -69,9 +69,21 @@ def values_agree(a: Mention, b: Mention) -> bool | None:
     followed by the same word: `190 countries`, `200 territories`)."""
     if a.kind != b.kind or a.kind == "name" or a.unit != b.unit:
         return None
-    if a.kind == "number" and a.unit is None and not set(a.words) & set(b.words):
+    if a.kind == "term":
+        return a.words == b.words if a.low == b.low else None
+    if a.kind == "number" and a.unit is None and not _same_count(a, b):
         return None  # bare counts compare only when they count the same thing
     slack = max(a.tolerance, b.tolerance) + 1e-9 * max(1.0, abs(a.low), abs(b.low))
     if a.unit_size != b.unit_size:
         slack = max(slack, _CONVERSION_SLACK * max(abs(a.low), abs(b.low)))
     return a.low - slack <= b.high and b.low - slack <= a.high
+
+
+def _same_count(a: Mention, b: Mention) -> bool:
+    """Two bare counts of one thing: the same noun after them or nouns of one kind (`people`,
+    `residents`); or two scaled quantities (`3 million`), one of which names nothing."""
+    counted_a = {COUNT_NOUNS.get(word, word) for word in a.words}
+    counted_b = {COUNT_NOUNS.get(word, word) for word in b.words}
+    if counted_a & counted_b:
+        return True
+    return a.scaled and b.scaled and not (a.words and b.words)

@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
 NUMBER_PATTERN = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\d])")
-_NEGATION = frozenset(
+NEGATIONS = frozenset(
     "not no never none nobody nothing neither nor without cannot can't won't isn't aren't "
     "wasn't weren't doesn't don't didn't hasn't haven't hadn't shouldn't wouldn't couldn't "
     "n't".split()
@@ -27,6 +27,20 @@ STOPWORDS = frozenset(
     few more most other some own same too very just only""".split()
 )
 
+AUXILIARIES = frozenset(
+    """is are was were be been being am 's 're has have had having do does did will would can
+    could should shall may might must""".split()
+)
+"""Auxiliary and copular verbs: a phrase with none of these (or another finite verb) states
+no relation of its own ("Delhi", "Arthur's Magazine")."""
+IRREGULAR_PAST = frozenset(
+    """became began bought brought built came caught chose drew drove fell felt fought flew
+    forgot found gave got grew held hid kept knew laid led left lent lost made meant met paid
+    put ran rang rose said sang sat saw sent set shot showed sold spent split spoke stood stole
+    struck swam took taught told thought threw understood won wore wrote""".split()
+)
+"""Past forms that end in no `-ed`: where a sentence's subject ends ("Curie won ...")."""
+
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens."""
@@ -35,7 +49,7 @@ def tokens(text: str) -> list[str]:
 
 def content_tokens(text: str) -> list[str]:
     """Tokens that carry meaning: no stopwords, no negations."""
-    return [t for t in tokens(text) if t not in STOPWORDS and t not in _NEGATION]
+    return [t for t in tokens(text) if t not in STOPWORDS and t not in NEGATIONS]
 
 
 def numbers(text: str) -> set[str]:
@@ -50,7 +64,7 @@ def numbers(text: str) -> set[str]:
 
 
 def has_negation(text: str) -> bool:
-    return any(t in _NEGATION or t.endswith("n't") for t in tokens(text))
+    return any(t in NEGATIONS or t.endswith("n't") for t in tokens(text))
 
 
 def ngrams(items: list[str], n: int) -> set[tuple[str, ...]]:

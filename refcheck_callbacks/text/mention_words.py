@@ -104,3 +104,30 @@ GENERIC_NAME_WORDS = frozenset(
     queen prince princess sir dr mr mrs ms general senator governor minister pope lord lady
     captain professor judge chief leader""".split()
 )
+
+EXCLUSIVE_TERMS = {
+    word: group
+    for group, words in (
+        (
+            "field",
+            "physics chemistry biology medicine physiology economics literature "
+            "mathematics astronomy geology",
+        ),
+        ("medal", "gold silver bronze"),
+        ("direction", "north south east west northern southern eastern western"),
+        ("season", "spring summer autumn winter"),
+        ("sex", "male female"),
+    )
+    for word in words.split()
+}
+"""Lower-case words of closed sets whose members rule each other out in one place: a Nobel
+Prize in biology is not one in physics, a silver medal not a gold one. Read as `term`
+mentions; two of a set disagree, like two names in one place."""
+COUNT_NOUNS = {
+    word: "people"
+    for word in "people persons residents inhabitants citizens population individuals".split()
+}
+"""Nouns that count the same thing: `3 million people` and `2.1 million residents` are two
+figures for one population."""
+UNIQUE_WORDS = frozenset({"only", "first", "last", "sole", "most", "least"})
+"""Words of a description only one thing fits (`the only`, `the first`, `the largest`)."""

@@ -23,6 +23,7 @@ from refcheck_callbacks.text.mention_words import (
     AT_LEAST,
     AT_MOST,
     CURRENCIES,
+    EXCLUSIVE_TERMS,
     MONEY_SCALES,
     MONTHS,
     NAME_JOINERS,
@@ -31,6 +32,7 @@ from refcheck_callbacks.text.mention_words import (
     ORDINALS,
     RANGE_WORDS,
     SCALES,
+    UNIQUE_WORDS,
     UNITS,
     WEEKDAYS,
 )
@@ -94,7 +96,8 @@ class Mention:
     """One figure, date or name; `first` and `last` are its token indices (inclusive)."""
 
     kind: str
-    """number, ordinal, year, month or name."""
+    """number, ordinal, year, month, weekday, day (a month's day: `May 7`), term (a word of an
+    exclusive set, `mention_words.EXCLUSIVE_TERMS`) or name."""
     first: int
     last: int
     low: float = 0.0
@@ -112,6 +115,8 @@ class Mention:
     """A one-word name in capitals (`US`, `U.S.`), lower-cased without dots."""
     listed: bool = False
     """A name in a list of names: which item the claim means is unclear."""
+    scaled: bool = False
+    """A figure with a scale word (`3 million`): a quantity, compared whatever it counts."""
 
 
 def _value(text: str) -> tuple[float, float] | None:
@@ -140,6 +145,7 @@ class _Quantity:
     unit_size: float = 1.0
     other: float | None = None
     """The far end of a range, raw."""
+    scaled: bool = False
 
 
 class _Reader:
@@ -172,18 +178,55 @@ class _Reader:
             value = float(ORDINALS[token.lower])
             self.found.append(Mention("ordinal", index, index, value, value))
         elif token.lower in MONTHS and (self._dated(index) or _full_month(token)):
+            if self._day_at(index + 1):
+                return self._day(index, index + 1, MONTHS[token.lower])
             value = float(MONTHS[token.lower])
             self.found.append(Mention("month", index, index, value, value))
         elif token.lower in WEEKDAYS:
             value = float(WEEKDAYS[token.lower])
             self.found.append(Mention("weekday", index, index, value, value))
+        elif token.lower in EXCLUSIVE_TERMS and token.text.islower():
+            group = float(_TERM_GROUPS[EXCLUSIVE_TERMS[token.lower]])
+            self.found.append(Mention("term", index, index, group, group, words=(token.lower,)))
         elif (
             _capitalised(token)
             and not self.shouting
-            and (not token.opens_sentence or self._capitalised_at(index + 1))
+            and (
+                not token.opens_sentence
+                or self._capitalised_at(index + 1)
+                or self._uniquely_described(index)
+            )
         ):
             return self._name(index)
         return index + 1
+
+    def _uniquely_described(self, index: int) -> bool:
+        """`Saturn is the largest planet`, `Delhi is the capital of India`: a sentence's first
+        word is the subject of a description only one thing fits, so a name (`Scientists say`
+        is no name)."""
+        if self.word(index + 1) not in ("is", "was") or self.word(index + 2) != "the":
+            return False
+        described = self.word(index + 3)
+        if self.word(index + 4) == "of" and self.tokens[index + 3].text.islower():
+            return True  # the capital of, the author of: a role one thing holds
+        return described in UNIQUE_WORDS or (
+            described.endswith("est") and len(described) > 5 and described not in _NOT_SUPERLATIVE
+        )
+
+    def _day_at(self, index: int) -> bool:
+        """A day of the month: 1 to 31, maybe with `st` / `th` glued on."""
+        if not self.is_digits(index) or not self.tokens[index].text.isdigit():
+            return False
+        return 1 <= int(self.tokens[index].text) <= 31 and not _is_year(self.tokens[index].text)
+
+    def _day(self, first: int, day_index: int, month: int) -> int:
+        """`May 7`, `7 May`, `May 7th`: one date, compared with other days, not as figures."""
+        last = max(first, day_index)
+        if self._glued(last + 1) and self.word(last + 1) in ORDINAL_SUFFIXES:
+            last += 1
+        value = float(month * 100 + int(self.tokens[day_index].text))
+        self.found.append(Mention("day", min(first, day_index), last, value, value))
+        return last + 1
 
     def _dated(self, index: int) -> bool:
         """A month word next to a day or a year (`july 11`, `11 Dec`), but not `may 5`."""
@@ -199,6 +242,14 @@ class _Reader:
         if parsed is None:
             return index + 1
         value, tolerance = parsed
+        month = self.word(index + 1)
+        if (
+            month in MONTHS
+            and self.tokens[index + 1].text[0].isupper()
+            and self._day_at(index)
+            and not self._glued(index + 1)
+        ):
+            return self._day(index + 1, index, MONTHS[month])
         suffix = self.word(index + 1) if self._glued(index + 1) else ""
         if suffix in ORDINAL_SUFFIXES:
             self.found.append(Mention("ordinal", index, index + 1, value, value))
@@ -231,6 +282,7 @@ class _Reader:
         if scale is not None:
             quantity.tolerance = max(quantity.tolerance, 0.05)
             quantity.multiplier, quantity.last = scale, quantity.last + 1
+            quantity.scaled = scale >= 1e3
         self._range(quantity)
         self._unit(quantity)
         return self._finish("number", quantity)
@@ -288,6 +340,7 @@ class _Reader:
                 quantity.unit,
                 quantity.unit_size,
                 tuple(w for w in words if w),
+                scaled=quantity.scaled,
             )
         )
         return last + 1
@@ -361,11 +414,17 @@ def _full_month(token: Token) -> bool:
     )
 
 
+_TERM_GROUPS = {group: i for i, group in enumerate(sorted(set(EXCLUSIVE_TERMS.values())))}
+_NOT_SUPERLATIVE = frozenset(
+    "forest interest request protest harvest contest honest modest arrest manifest".split()
+)
+
+
 def _capitalised(token: Token) -> bool:
     return (
         token.text[0].isupper()
         and token.lower not in STOPWORDS
-        and token.lower not in MONTHS
+        and _strip_possessive(token.lower) not in MONTHS
         and token.lower not in WEEKDAYS
         and token.lower not in NUMBER_WORDS
         and token.lower not in ORDINALS

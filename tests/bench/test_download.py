@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
-import socket
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from deadlines import SLACK
+from loopback_servers import RawHTTPServer, closed_port, http_reply
 
 from refcheck_callbacks.bench.download import download
 from refcheck_callbacks.bench.sources import SOURCES
@@ -129,16 +135,10 @@ def test_the_command_downloads_into_the_data_folder(
     assert "wice" in listing and "missing 2/2 files" in listing
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_offline_the_error_names_the_url(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = f"http://127.0.0.1:{_closed_port()}"
+    base = f"http://127.0.0.1:{closed_port()}"
     status = main(
         ["data", "download", "--dataset", "wice", "--data-dir", str(tmp_path), "--base-url", base]
     )
@@ -153,3 +153,76 @@ def test_offline_the_error_names_the_url(
 def test_an_unknown_set_is_refused_before_any_request(tmp_path: Path) -> None:
     with pytest.raises(DatasetUnavailableError, match="unknown dataset squad"):
         download(["squad"], tmp_path, base_url="http://127.0.0.1:9")
+
+
+TRICKLE = http_reply(b"x" * 100_000, content_type="text/plain")
+"""A reply for any file; `_trickle` sends it at 2 bytes a second."""
+HEAD = TRICKLE.index(b"\r\n\r\n") + 4
+
+
+def _trickle(at_once: int = 0) -> RawHTTPServer:
+    """2 bytes a second, the first `at_once` bytes at once: every read gets a byte well within
+    any per-read timeout, and the whole file would take 14 hours."""
+    return RawHTTPServer(lambda request: TRICKLE, chunk=1, pause=0.5, at_once=at_once)
+
+
+def _leftovers(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*")) if folder.exists() else []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("at_once", [0, HEAD], ids=["head-trickles", "body-trickles"])
+def test_the_timeout_bounds_each_files_whole_download(tmp_path: Path, at_once: int) -> None:
+    server = _trickle(at_once)
+    base = server.url
+    try:
+        started = time.monotonic()
+        with pytest.raises(DataDownloadError) as raised:
+            download(["wice"], tmp_path, base_url=server.url, timeout=1.0)
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+
+    assert elapsed < 1.0 + SLACK, f"download(timeout=1) took {elapsed:.1f}s"
+    first = SOURCES["wice"].files[0]
+    message = str(raised.value)
+    assert f"{first.url(base)} did not finish downloading within 1 s" in message
+    assert "rerun with a larger --timeout" in message
+    assert _leftovers(tmp_path / "wice") == [], "nothing, not even a .part file, is left"
+
+
+@pytest.mark.timeout(60)
+def test_a_terminated_download_leaves_no_part_file(tmp_path: Path) -> None:
+    server = _trickle(HEAD)
+    command = [sys.executable, "-m", "refcheck_callbacks.cli.main", "data", "download"]
+    options = ["--dataset", "wice", "--data-dir", str(tmp_path), "--base-url", server.url]
+    app = subprocess.Popen(
+        [*command, *options, "--timeout", "600"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list((tmp_path / "wice").glob(".*.part")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list((tmp_path / "wice").glob(".*.part"))) == 1, "the download never began"
+        app.send_signal(signal.SIGTERM)
+        _, error = app.communicate(timeout=SLACK)
+    finally:
+        app.kill()
+        server.close()
+
+    assert app.returncode == 130, error
+    assert "interrupted; the file being fetched was not kept" in error
+    assert "Traceback" not in error
+    assert _leftovers(tmp_path / "wice") == []
+
+
+def test_a_timeout_that_is_not_positive_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["data", "download", "--data-dir", str(tmp_path), "--timeout", "-1"])
+    assert status == 2
+    assert "--timeout must be more than 0 seconds" in capsys.readouterr().err
+    assert _leftovers(tmp_path) == []

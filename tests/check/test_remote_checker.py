@@ -1,8 +1,9 @@
 """RemoteChecker against a real HTTP server on 127.0.0.1 that plays the service's part.
 
 The scripted server answers what each test needs (verdicts, 429 / 503 with Retry-After, a
-slow or garbled reply); the real service on Ray Serve is in tests/serve. Every failure must
-come back as counted error verdicts within the deadline, never as an exception.
+slow, garbled, huge or out-of-range reply); the real service on Ray Serve is in tests/serve.
+Every failure must come back as counted error verdicts within the deadline, never as an
+exception. Time bounds are the configured deadline (or wait) plus one `SLACK`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import time
 from collections.abc import Callable, Sequence
 
 import pytest
+from deadlines import SLACK
+from loopback_servers import HugeReplyServer
+from memory import peak_rss_growth
 from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks import (
@@ -27,9 +31,15 @@ from refcheck_callbacks import (
     Reference,
 )
 from refcheck_callbacks.check.remote import RemoteChecker
-from refcheck_callbacks.cli.specs import build_checker
+from refcheck_callbacks.contract.registry import build_checker
 from refcheck_callbacks.llm.client import RetryPolicy
-from refcheck_callbacks.remote.wire import TOKEN_ENV, CheckCall, CheckReply, ErrorReply
+from refcheck_callbacks.remote.wire import (
+    DEFAULT_MAX_REPLY_BYTES,
+    TOKEN_ENV,
+    CheckCall,
+    CheckReply,
+    ErrorReply,
+)
 from refcheck_callbacks.types import Verdict
 
 FAST_RETRY = RetryPolicy(max_retries=4, backoff=0.05, max_backoff=0.3)
@@ -118,18 +128,20 @@ def test_a_long_retry_after_is_capped(llm_server: ScriptedOpenAIServer) -> None:
     checker = RemoteChecker(llm_server.url, retry=FAST_RETRY, deadline=5)
     verdicts, elapsed = _check(checker, _items(1, 1))
     assert verdicts[0].label is Label.ENTAILMENT
-    assert elapsed < 1.5
+    assert elapsed < FAST_RETRY.max_backoff + SLACK
 
 
 def test_retries_that_would_pass_the_deadline_end_as_counted_errors_in_time(
     llm_server: ScriptedOpenAIServer,
 ) -> None:
-    llm_server.respond(lambda r: _error(503, "overloaded", {"retry-after": "0.5"}))
+    # A wait past the deadline is not slept: sleeping 3 s would overrun it by more than SLACK.
+    llm_server.respond(lambda r: _error(503, "overloaded", {"retry-after": "3"}))
+    deadline = 1.2
     checker = RemoteChecker(
-        llm_server.url, retry=RetryPolicy(max_retries=10, max_backoff=0.5), deadline=1.2
+        llm_server.url, retry=RetryPolicy(max_retries=10, max_backoff=3), deadline=deadline
     )
     verdicts, elapsed = _check(checker, _items(1, 2))
-    assert elapsed < 1.3
+    assert elapsed < deadline + SLACK
     assert all(v.label is None for v in verdicts)
     assert "unavailable" in (verdicts[0].error or "") and "overloaded" in (verdicts[0].error or "")
     assert checker.stats()["failures"] == {"unavailable": 1}
@@ -139,7 +151,7 @@ def test_a_slow_service_is_given_up_at_the_deadline(llm_server: ScriptedOpenAISe
     llm_server.respond(lambda r: Reply(delay=10, raw=b"{}"))
     checker = RemoteChecker(llm_server.url, deadline=0.6)
     verdicts, elapsed = _check(checker, _items(1, 1))
-    assert elapsed < 1.0
+    assert elapsed < checker.client.deadline + SLACK
     assert verdicts[0].label is None and "deadline" in (verdicts[0].error or "")
 
 
@@ -165,7 +177,7 @@ def _closed_port() -> int:
 def test_a_service_that_is_down_is_retried_then_failed_within_the_deadline() -> None:
     checker = RemoteChecker(f"http://127.0.0.1:{_closed_port()}", retry=FAST_RETRY, deadline=1.0)
     verdicts, elapsed = _check(checker, _items(2, 2))
-    assert elapsed < 1.2
+    assert elapsed < checker.client.deadline + SLACK
     assert all(v.label is None and "connection" in (v.error or "") for v in verdicts)
     stats = checker.stats()
     assert stats["calls"] == 1 and stats["failures"] == {"connection": 1}
@@ -216,6 +228,22 @@ def test_a_batch_over_the_size_cap_is_split_in_order_and_an_unsendable_request_f
     assert all("x" * 6000 not in json.dumps(r.body) for r in llm_server.received)
 
 
+def test_a_batch_over_the_call_limit_goes_in_parts_and_a_request_over_it_is_cut(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    llm_server.respond(_verdicts_for)
+    items = _items(2, 3) + [i.model_copy(update={"request_id": "long"}) for i in _items(1, 10)]
+    checker = RemoteChecker(llm_server.url, max_call_inputs=4)
+    verdicts, _ = _check(checker, items)
+    sent = llm_server.received
+    assert sorted(len(r.body["claims"]) for r in sent) == [2, 3, 3, 4, 4]
+    assert all(len(r.body["requests"]) == 1 for r in sent)  # each whole, or a part of "long"
+    assert [v.label for v in verdicts] == [
+        Label.ENTAILMENT if i.claim_index % 2 == 0 else Label.CONTRADICTION for i in items
+    ]
+    assert checker.stats() == {"calls": 5, "requests_sent": 5, "failures": {}}
+
+
 def test_calls_in_flight_are_bounded_by_concurrency(llm_server: ScriptedOpenAIServer) -> None:
     llm_server.respond(lambda r: Reply(delay=0.15, raw=_verdicts_for(r).raw))
     checker = RemoteChecker(llm_server.url, concurrency=2)
@@ -235,7 +263,7 @@ def test_in_a_monitor_results_say_service_and_a_dead_service_is_a_counted_error(
     assert result.placement is Placement.SERVICE
     assert result.outcome is Outcome.ERROR and result.error_type == "CheckError"
     assert "remote check failed (connection)" in (result.message or "")
-    assert result.timings["check"] < 0.8
+    assert result.timings["check"] < up.client.deadline + SLACK
 
 
 def test_the_remote_spec_builds_remote_components(llm_server: ScriptedOpenAIServer) -> None:
@@ -274,3 +302,59 @@ def test_a_service_with_a_smaller_cap_gets_the_batch_in_parts(
     verdicts, _ = _check(checker, _items(4, 2))
     assert [v.label for v in verdicts] == [Label.ENTAILMENT, Label.CONTRADICTION] * 4
     assert checker.stats()["failures"] == {}
+
+
+HUGE = 1_500_000_000
+"""A reply of 1.5 GB: a wrong URL, a proxy's error page, a broken service."""
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "until-close"])
+def test_a_huge_reply_fails_at_the_cap_without_being_read_whole(declared: bool) -> None:
+    length = f"Content-Length: {HUGE}\r\n" if declared else ""
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{length}Connection: close\r\n\r\n"
+    server = HugeReplyServer(head.encode() + b'{"checker": "x", "verdicts": [', HUGE)
+    checker = RemoteChecker(server.url, deadline=30)
+    try:
+        with peak_rss_growth() as growth:
+            verdicts, elapsed = _check(checker, _items(1, 2))
+    finally:
+        server.close()
+    assert elapsed < checker.client.deadline + SLACK
+    assert all(v.label is None and "(bad_reply)" in (v.error or "") for v in verdicts)
+    assert "reply larger than 67,108,864 bytes" in (verdicts[0].error or "")
+    assert checker.stats()["failures"] == {"bad_reply": 1}
+    # The rest was never read: the server got rid of the cap and what sockets buffer, at most.
+    assert server.sent < DEFAULT_MAX_REPLY_BYTES + 32 * 1024 * 1024, server.sent
+    assert growth.bytes < 4 * DEFAULT_MAX_REPLY_BYTES, f"{growth.bytes / 2**20:.0f} MiB"
+
+
+def _reply(verdicts: str) -> Callable[[Received], Reply]:
+    body = f'{{"checker": "scripted", "verdicts": [{verdicts}]}}'.encode()
+    return lambda received: Reply(raw=body)
+
+
+ENTAILED = '{"label": "entailment", "confidence": 0.9'
+
+
+@pytest.mark.parametrize(
+    ("verdict", "words"),
+    [
+        (ENTAILED + ', "evidence": [{"reference_index": 99, "span": {"start": 0, "end": 5}}]}',
+         "verdicts[0] cites reference 99; its claim was sent with 1"),
+        (ENTAILED + ', "evidence": [{"reference_index": 0, "span": {"start": 0, "end": 500}}]}',
+         "verdicts[0] cites reference 0 up to character 500; it has 31"),
+        (ENTAILED + ', "probabilities": {"entailment": NaN}}',
+         "verdicts.0.probabilities.entailment is nan"),
+        (ENTAILED + ', "usage": {"cost_usd": 1e999}}', "verdicts.0.usage.cost_usd is inf"),
+    ],
+    ids=["reference_index", "span", "nan", "overflow"],
+)  # fmt: skip
+def test_a_reply_that_points_outside_the_call_or_holds_non_finite_numbers_fails(
+    llm_server: ScriptedOpenAIServer, verdict: str, words: str
+) -> None:
+    llm_server.respond(_reply(verdict))
+    checker = RemoteChecker(llm_server.url)
+    [result], _ = _check(checker, _items(1, 1))
+    assert result.label is None and "(bad_reply)" in (result.error or "")
+    assert words in (result.error or ""), result.error
+    assert checker.stats()["failures"] == {"bad_reply": 1}

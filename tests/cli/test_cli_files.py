@@ -149,7 +149,7 @@ def test_extract_writes_claims_only(tmp_path: Path, capsys: pytest.CaptureFixtur
     first, refusal = _jsonl(out)
     assert first["claims"] == [
         "Paris is the capital of France.",
-        "It has 2.1 million inhabitants.",
+        "Paris has 2.1 million inhabitants.",  # the pronoun takes the subject before it
     ]
     assert refusal["claims"] == [], "a refusal holds no claim (RefChecker's Abstain)"
     assert "ys" not in first and "Y" not in first

@@ -11,19 +11,20 @@ from typing import Any
 
 import pytest
 import yaml
+from required import import_or_skip
 
-pytest.importorskip("ray", reason="the serve extra is not installed")
-from ray._common.utils import import_attr
-from ray.serve.schema import ServeDeploySchema
+import_or_skip("ray", "the serve extra is not installed")
+from ray._common.utils import import_attr  # noqa: E402
+from ray.serve.schema import ServeDeploySchema  # noqa: E402
 
-from refcheck_callbacks.serve.app import (
+from refcheck_callbacks.serve.app import (  # noqa: E402
     CHECKER_DEPLOYMENT,
     EXTRACTOR_DEPLOYMENT,
     GATEWAY_DEPLOYMENT,
     ServiceArgs,
     build,
 )
-from refcheck_callbacks.serve.component import BatchSettings
+from refcheck_callbacks.serve.component import BatchSettings  # noqa: E402
 
 RAY = Path(__file__).resolve().parents[2] / "deploy" / "ray"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from child_components import LoopBlockingChecker, MarkedSlowChecker
+from deadlines import AT_ONCE, SLACK
 from results import ResultSink
 from scripted_checkers import KeywordChecker
 from telemetry import Telemetry
@@ -116,11 +117,11 @@ def test_flush_and_shutdown_keep_their_timeouts_while_the_child_is_busy(
 
     started = time.monotonic()
     assert slow_monitor.flush(timeout=0.5) is False
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 0.5 + SLACK
 
     started = time.monotonic()
     assert slow_monitor.shutdown(timeout=1.0) is False
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 1.0 + SLACK
     assert _wait_for(lambda: not _alive(child), 5), "shutdown must not leave the child running"
     # Every accepted answer ends delivered (an error: the child was stopped) or counted.
     assert _wait_for(
@@ -149,7 +150,7 @@ def test_a_busy_child_leaves_the_queue_bounded_and_submit_refusing_at_once(
         )
         started = time.monotonic()
         refused = monitor.submit(answer="One too many in Paris.", references=REFERENCES)
-        assert refused is False and time.monotonic() - started < 0.5
+        assert refused is False and time.monotonic() - started < AT_ONCE + SLACK
         assert monitor.stats.get(Tally.DROPPED, "queue_full") == 1
         assert monitor.queue_size == 3
     finally:
@@ -220,6 +221,23 @@ def _app(mode: str, *args: str, **kwargs: object) -> subprocess.Popen[str]:
 
 def _lines(out: str, word: str) -> list[list[str]]:
     return [line.split()[1:] for line in out.splitlines() if line.split()[:1] == [word]]
+
+
+FORKS_AT_START = 6
+"""Fresh apps forking as their monitor spawns its child: 2 of 5 such forks waited for ever."""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_an_app_forking_while_its_child_spawns_gets_a_working_fork() -> None:
+    """Issue 26 (gunicorn's `--preload`): a fork taken while the supervisor thread spawned the
+    checking process inherited the locks that thread held (a module's import lock, the
+    resource tracker's), and the fork's own first spawn waited for them for ever."""
+    for attempt in range(FORKS_AT_START):
+        app = _app("fork-at-start")
+        out, err = app.communicate(timeout=180)
+        assert app.returncode == 0, err
+        assert _lines(out, "fork-status") == [["0"]], f"fork {attempt}: {out}{err[-2000:]}"
+        assert _lines(out, "fork") == [["checked", "process"]]
 
 
 def test_the_apps_exit_checks_what_is_queued_then_stops_the_child() -> None:

@@ -25,6 +25,7 @@ from refcheck_callbacks import (
     CheckRequest,
     CheckResult,
     Claim,
+    ConflictKind,
     Evidence,
     Label,
     Outcome,
@@ -96,10 +97,13 @@ def _checked(**fields: Any) -> CheckResult:
                 evidence=[Evidence(reference_index=1, span=CharSpan(start=0, end=40))],
                 hallucination_type="entity",
                 suggestion="France has 68 million people.",
+                conflict=ConflictKind.VALUE,
             ),
         ],
         response_label=ResponseLabel.CONTRADICTION,
-        ratios=Ratios(entailment=0.5, contradiction=0.5),
+        # Not the shares two claims give (0.5 / 0.5): every ratio, and the hallucination ratio
+        # (neutral + contradiction = 0.6), differs from the others, so a swapped mapping fails.
+        ratios=Ratios(entailment=0.4, neutral=0.25, contradiction=0.35),
         timings={"queue": 0.5, "extract": 0.25, "check": 1.0, "aggregate": 0.01, "total": 1.9},
         stage_started={"queue": t0, "extract": t0 + 0.5, "check": t0 + 0.8, "aggregate": t0 + 1.85},
         extractor="sentences",
@@ -174,8 +178,8 @@ def test_checked_answer_is_a_child_of_the_app_span_with_link_times_and_stage_spa
     assert attributes[names.GEN_AI_OPERATION_NAME] == "evaluation"
     assert attributes[names.OUTCOME] == "checked"
     assert attributes[names.RESPONSE_LABEL] == "contradiction"
-    assert attributes[names.RESPONSE_HALLUCINATION_RATIO] == pytest.approx(0.5)
-    assert attributes[names.RESPONSE_CONTRADICTION_RATIO] == pytest.approx(0.5)
+    assert attributes[names.RESPONSE_HALLUCINATION_RATIO] == pytest.approx(0.6)
+    assert attributes[names.RESPONSE_CONTRADICTION_RATIO] == pytest.approx(0.35)
     assert attributes[names.CLAIM_COUNT] == 2
     assert attributes[names.CLAIM_FAILED_COUNT] == 0
     assert attributes[names.REFERENCE_COUNT] == 2
@@ -212,10 +216,13 @@ def test_checked_answer_has_one_event_per_claim_and_one_per_response(telemetry: 
     assert second[names.CLAIM_EVIDENCE_INDICES] == (1,)
     assert names.CLAIM_EVIDENCE_DOC_IDS not in second  # that reference has no id
     assert second[names.CLAIM_HALLUCINATION_TYPE] == "entity"
+    assert second[names.CLAIM_CONFLICT] == "value"
+    assert names.CLAIM_CONFLICT not in first  # no conflict: an entailed claim
 
     [response] = _events(telemetry, span, names.RESPONSE_EVALUATION)
     assert response[names.GEN_AI_EVALUATION_SCORE_LABEL] == "contradiction"
-    assert response[names.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(0.5)
+    assert response[names.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(0.6)
+    assert response[names.RESPONSE_CONTRADICTION_RATIO] == pytest.approx(0.35)
     assert response[names.OUTCOME] == "checked"
 
 
@@ -240,10 +247,10 @@ def test_checked_answer_metrics_with_exemplars_on_the_evaluation_trace(
     assert response.value == 1
 
     [ratio] = telemetry.points(names.HALLUCINATION_RATIO).values()
-    assert (ratio.count, ratio.sum) == (1, pytest.approx(0.5))
+    assert (ratio.count, ratio.sum) == (1, pytest.approx(0.6))
     assert telemetry.metrics()[names.HALLUCINATION_RATIO].unit == "1"
     [contradiction] = telemetry.points(names.CONTRADICTION_RATIO).values()
-    assert contradiction.sum == pytest.approx(0.5)
+    assert (contradiction.count, contradiction.sum) == (1, pytest.approx(0.35))
 
     durations = telemetry.points(names.STAGE_DURATION)
     by_stage = {dict(k)[names.STAGE]: p.sum for k, p in durations.items()}
@@ -320,9 +327,13 @@ def test_no_text_leaves_without_content_capture(telemetry: Telemetry) -> None:
         exporter.export([result])
 
     exported = _exported_attributes(telemetry)
+    spans = telemetry.spans.get_finished_spans()
+    # What is searched below: every answer's span and records.
+    assert sum(s.name == names.EVALUATION_SPAN for s in spans) == 3
+    assert len(telemetry.logs.get_finished_logs()) == 3 + 1 + 2
     assert not {key for attributes in exported for key in attributes} & CONTENT_KEYS
     assert not any(SECRET in str(v) for attributes in exported for v in attributes.values())
-    for span in telemetry.spans.get_finished_spans():
+    for span in spans:
         assert span.status.description is None or SECRET not in span.status.description
 
 
@@ -343,7 +354,8 @@ def test_content_capture_exports_clipped_redacted_text(telemetry: Telemetry) -> 
     assert first[names.GEN_AI_EVALUATION_EXPLANATION] == "The reference names…"
     assert first[names.CLAIM_EVIDENCE_TEXT] == "[CITY]"
     assert second[names.CLAIM_SUGGESTION] == "France has 68 milli…"
-    assert all(len(str(first[k])) <= 20 for k in CONTENT_KEYS & set(first))
+    clipped = CONTENT_KEYS & set(first)
+    assert len(clipped) == 3 and all(len(str(first[k])) <= 20 for k in clipped)
 
     assert dict(failed.attributes or {})[names.MESSAGE] == f"judge reply unreadable: '{SECRET}?'"
     [claim] = _events(telemetry, failed, names.CLAIM_EVALUATION)
@@ -585,6 +597,7 @@ def test_evaluation_events_are_log_records_in_the_evaluation_spans_context(
 
     spans = [s for s in telemetry.spans.get_finished_spans() if s.name == names.EVALUATION_SPAN]
     records = telemetry.evaluation_records()
+    assert len(spans) == 2  # one per answer: the loop below checks both
     assert len(records) == 2 + 1 + 1  # a record per claim and per answer, both answers
     for span in spans:
         assert span.context is not None and span.events == ()

@@ -17,18 +17,17 @@ import time
 from collections.abc import Sequence
 
 import pytest
+from deadlines import SLACK
 from fault_components import MARK, RaisingChecker, RaisingExtractor
 from results import ResultSink
 from scripted_checkers import GatedChecker, KeywordChecker, SlowChecker
 
 from refcheck_callbacks import CheckResult, Outcome, RefCheckMonitor, Tally
-from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.contract.components import Exporter
 
 REFERENCES = ["The Eiffel Tower is 330 metres tall. It stands in Paris."]
 LOST_REASONS = ("shutdown_timeout", "exit", "signal", "worker_crash")
 """The reasons an accepted submission can be dropped for (issue 19)."""
-SLACK = 1.5
-"""Seconds a deadline may be overrun by thread wake-ups on a loaded machine."""
 
 
 def _lost(monitor: RefCheckMonitor) -> int:

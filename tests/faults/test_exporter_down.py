@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from deadlines import SLACK
 from loopback_servers import BlackHole, closed_port
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -28,8 +29,6 @@ from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
-
-SLACK = 1.5
 
 
 def _exporter(endpoint: str) -> OpenTelemetryExporter:

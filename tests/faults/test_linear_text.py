@@ -33,7 +33,10 @@ from refcheck_callbacks.extract.triplet_prompt import (
 )
 from refcheck_callbacks.extract.triplets import locate_claims
 from refcheck_callbacks.text import lexical
+from refcheck_callbacks.text.markup import markup
+from refcheck_callbacks.text.questions import claim_from_question, is_short_answer
 from refcheck_callbacks.text.spans import sentence_spans
+from refcheck_callbacks.text.subjects import leading_pronoun, subject
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -88,6 +91,46 @@ CASES: list[tuple[str, Callable[[str], Any], int, list[str]]] = [
     ("has_negation", lexical.has_negation, REFERENCE_CHARS, ["n't", "a'"]),
     ("embedded_clauses", _embedded_clauses, ANSWER_CHARS, [" ", "\t", " an", ", ", " and"]),
     ("citation_markers", lambda t: _CITATION.sub("", t), REFERENCE_CHARS, [" ", " [", "[1"]),
+    (
+        "markup",
+        lambda t: markup(t).clean(),
+        ANSWER_CHARS,
+        [
+            "[1",
+            "[1,",
+            "[^",
+            "【",
+            "(Source: ",
+            "(doc ",
+            "¹",
+            "**",
+            "_a",
+            "`",
+            "<b ",
+            "](",
+            "[a](",
+            "- ",
+            "1. ",
+            "```\n",
+            "# ",
+            "|",
+            "---\n",
+            "~~",
+            "\n",
+        ],
+    ),
+    (
+        "short_answers",
+        lambda t: (is_short_answer("Delhi", t), claim_from_question(t, "Delhi")),
+        ANSWER_CHARS,
+        ["what ", "which a ", ", a or ", "how many ", "is ", "? ", "who, "],
+    ),
+    (
+        "subjects",
+        lambda t: (subject(t), leading_pronoun(t)),
+        ANSWER_CHARS,
+        ["It ", "In a ", "the ", ", ", "it is that "],
+    ),
     ("as_text", lambda t: as_text(t, "reference", []), REFERENCE_CHARS, ["\ud800", "a"]),
     ("fold_reply_lines", fold_reply_lines, REFERENCE_CHARS, ["\nLabel: x", "\n\n", "\n "]),
     (

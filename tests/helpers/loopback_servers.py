@@ -3,7 +3,10 @@
 - `closed_port()`: a port nothing listens on (connections are refused);
 - `BlackHole`: accepts connections and never answers (an endpoint behind a dead proxy);
 - `RawHTTPServer`: answers every request with bytes a test chooses, at a rate it chooses (a
-  slow drip of a valid reply, a 10 MB body, garbage).
+  slow drip of a valid reply, a 10 MB body, garbage), optionally its first bytes at once (the
+  head of a reply whose body then trickles);
+- `HugeReplyServer`: answers with a body of any size, made as it is sent (a 1.5 GB reply costs
+  the server one chunk), and counts what the client took before it hung up.
 
 Each runs on daemon threads and closes with `close()`.
 """
@@ -76,15 +79,20 @@ def http_reply(
 
 
 class RawHTTPServer(_Listener):
-    """Reads a request's head and body, then sends `reply(request_bytes)` in chunks of
-    `chunk` bytes, `pause` seconds apart."""
+    """Reads a request's head and body, then sends the first `at_once` bytes of
+    `reply(request_bytes)` and the rest in chunks of `chunk` bytes, `pause` seconds apart."""
 
     def __init__(
-        self, reply: Callable[[bytes], bytes], chunk: int = 1 << 16, pause: float = 0.0
+        self,
+        reply: Callable[[bytes], bytes],
+        chunk: int = 1 << 16,
+        pause: float = 0.0,
+        at_once: int = 0,
     ) -> None:
         self.reply = reply
         self.chunk = chunk
         self.pause = pause
+        self.at_once = at_once
         self.requests = 0
         super().__init__()
 
@@ -93,7 +101,8 @@ class RawHTTPServer(_Listener):
             request = self._read_request(connection)
             self.requests += 1
             data = self.reply(request)
-            for start in range(0, len(data), self.chunk):
+            connection.sendall(data[: self.at_once])
+            for start in range(self.at_once, len(data), self.chunk):
                 if self._closed.is_set():
                     return
                 connection.sendall(data[start : start + self.chunk])
@@ -124,3 +133,28 @@ class RawHTTPServer(_Listener):
                 break
             body += piece
         return head + b"\r\n\r\n" + body
+
+
+class HugeReplyServer(_Listener):
+    """Reads a request, then sends `head` and `size` bytes of `fill`, one chunk at a time;
+    `sent` is how many of them the client's socket took before it hung up."""
+
+    def __init__(self, head: bytes, size: int, fill: bytes = b" ", chunk: int = 1 << 16) -> None:
+        self.head = head
+        self.size = size
+        self.piece = fill * (chunk // len(fill))
+        self.sent = 0
+        super().__init__()
+
+    def _serve(self, connection: socket.socket) -> None:
+        try:
+            RawHTTPServer._read_request(connection)
+            connection.sendall(self.head)
+            while self.sent < self.size and not self._closed.is_set():
+                piece = self.piece[: self.size - self.sent]
+                connection.sendall(piece)
+                self.sent += len(piece)
+        except OSError:
+            return
+        finally:
+            connection.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -81,3 +83,58 @@ def test_an_extract_call_carries_answers_not_references_metadata_or_trace() -> N
     assert (copy.answer, copy.question, copy.request_id) == ("Paris is in France.", "Where?",
                                                              request.request_id)  # fmt: skip
     assert (copy.references, copy.metadata, copy.trace_context) == ((), {}, None)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('{"requests": [{"request_id": "r", "references": [{"text": "t", "score": NaN}]}]}',
+         "requests.0.references.0.score is nan; numbers must be finite"),
+        ('{"requests": [{"request_id": "r", "references": [{"text": "t", "score": -1e999}]}]}',
+         "requests.0.references.0.score is -inf"),
+        ('{"requests": [{"request_id": "r"}], "claims": [{"claim": {"text": "x"}, "request": 0,'
+         ' "claim_index": 1e26}]}', "claims.0.claim_index"),
+        ('{"requests": [{"request_id": "r"}], "claims": [{"claim": {"text": "x"}, "request": 0,'
+         ' "claim_index": 4294967296}]}', "less than or equal to 2147483647"),
+    ],
+    ids=["nan", "overflow", "1e26", "past-int32"],
+)  # fmt: skip
+def test_a_call_with_a_non_finite_number_or_an_impossible_claim_index_is_refused(
+    body: str, words: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(words)):
+        CheckCall.model_validate_json(body)
+
+
+def test_an_apps_own_nan_score_is_sent_as_null_not_refused() -> None:
+    item = _items()[0]
+    nan_score = [Reference(text="Paris is in France.", score=float("nan"))]
+    call = CheckCall.of([item.model_copy(update={"references": nan_score})])
+    received = CheckCall.model_validate_json(call.model_dump_json())
+    assert received.requests[0].references[0].score is None
+
+
+def test_an_extract_call_with_an_infinite_time_is_refused() -> None:
+    body = '{"requests": [{"answer": "a", "submitted_at": Infinity}]}'
+    with pytest.raises(ValidationError, match=re.escape("requests.0.submitted_at is inf")):
+        ExtractCall.model_validate_json(body)
+
+
+def _claims_of(*counts: int) -> list[CheckItem]:
+    """Requests holding `counts` claims each, in order."""
+    return [
+        CheckItem(claim=Claim(text=f"claim {r}.{c}"), references=[Reference(text=f"doc {r}")],
+                  request_id=f"r{r}", claim_index=c)
+        for r, count in enumerate(counts)
+        for c in range(count)
+    ]  # fmt: skip
+
+
+def test_parts_pack_whole_requests_and_cut_only_a_request_larger_than_a_call() -> None:
+    items = _claims_of(3, 1, 3, 10)
+    parts = CheckCall.of(items).parts(4)
+    shapes = [[(r.request_id, len(r.references)) for r in part.requests] for part in parts]
+    assert [len(part) for part in parts] == [4, 3, 4, 4, 2]
+    assert shapes == [[("r0", 1), ("r1", 1)], [("r2", 1)], [("r3", 1)], [("r3", 1)], [("r3", 1)]]
+    assert [_key(i) for part in parts for i in part.items()] == [_key(i) for i in items]
+    assert [len(p) for p in ExtractCall.of([CheckRequest(answer="a")] * 5).parts(2)] == [2, 2, 1]

@@ -3,7 +3,8 @@
 Two app processes keep checking through it. While the service stops, and after it is gone,
 their answers end as counted errors within the RemoteChecker deadline, with no exception in the
 apps; once the service is back (restarted from the shipped Serve config, on CPU) the next
-answers are checked again, with the labels they had before.
+answers are checked again, with the labels they had before. Its own cluster listens on
+loopback only, every process of it, and a service without a token says so once.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ import httpx
 import pytest
 import yaml
 from app_processes import RAG_ANSWERS, RemoteApp
+from listening_sockets import listening, process_tree
+from required import import_or_skip
 
-pytest.importorskip("ray", reason="the serve extra is not installed")
+import_or_skip("ray", "the serve extra is not installed")
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "cli-test-token"
 DEADLINE = 3.0
 REPO = Path(__file__).resolve().parents[2]
+HELPERS = REPO / "tests" / "helpers"
 
 
 def _free_port() -> int:
@@ -41,10 +45,12 @@ def _free_port() -> int:
 class Service:
     """A `refcheck serve` process, its output in a file."""
 
-    def __init__(self, log: Path, *options: str) -> None:
+    def __init__(self, log: Path, *options: str, token: str | None = TOKEN) -> None:
         self.log = log
-        env = {**os.environ, "REFCHECK_SERVE_TOKEN": TOKEN}
+        env = {**os.environ, "REFCHECK_SERVE_TOKEN": token or ""}
         env.pop("RAY_ADDRESS", None)
+        # The replicas import the test helpers' checkers by module path.
+        env["PYTHONPATH"] = os.pathsep.join([str(HELPERS), env.get("PYTHONPATH", "")])
         with log.open("w") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "refcheck_callbacks.cli", "serve", *options],
@@ -151,6 +157,38 @@ def test_apps_survive_the_service_stopping_mid_run_and_check_again_after_a_resta
     assert stats["checker"]["name"] == "embedded" and stats["extractor"]["name"] == "sentence"
     second.stop()
     assert second.wait() == 0
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc")
+def test_its_own_cluster_listens_on_loopback_only_and_an_open_service_warns_once(
+    tmp_path: Path, port: int, services: list[Service]
+) -> None:
+    options = ["--port", str(port), "--num-cpus", "0"]
+    checker = ["--checker", "py:scripted_checkers:KeywordChecker"]
+    service = Service(tmp_path / "open.log", *options, *checker, token=None)
+    services.append(service)
+    service.wait_ready()
+    body = {
+        "requests": [{"request_id": "r", "references": [{"text": "Paris is in France."}]}],
+        "claims": [{"claim": {"text": "Paris is in France."}, "request": 0, "claim_index": 0}],
+    }
+    answered = httpx.post(f"http://127.0.0.1:{port}/v1/check", json=body, timeout=60)
+    assert answered.status_code == 200, answered.text  # open: no token asked for
+    listeners = listening(process_tree(service.process.pid))
+    processes = " ".join(listener.process for listener in listeners)
+    # The whole cluster was found: the service's port, GCS, raylet, agents and replicas.
+    assert port in {listener.port for listener in listeners}
+    for name in ("gcs_server", "raylet", "DashboardAgent", "Gateway", "Checker"):
+        assert name in processes, f"no listening socket of {name} in {listeners}"
+    exposed = [listener for listener in listeners if not listener.loopback_only]
+    assert exposed == [], "\n".join(f"{x.host}:{x.port} {x.process}" for x in exposed)
+    service.stop()
+    assert service.wait() == 0
+    warnings = [
+        line for line in service.log.read_text().splitlines() if "refcheck serve: warning" in line
+    ]
+    assert len(warnings) == 1, warnings
+    assert "no token, so any local user" in warnings[0] and "--token" in warnings[0]
 
 
 @pytest.mark.parametrize(

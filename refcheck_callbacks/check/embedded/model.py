@@ -167,6 +167,11 @@ class EmbeddedModel:
             [support, (1 - support) * (1 - contradiction), (1 - support) * contradiction], axis=1
         )
 
+    def supports(self, probabilities: Any) -> bool:
+        """Whether the heads find the claim supported: `label` is Entailment. The checker
+        takes only this from the heads; a Contradiction needs a conflicting statement."""
+        return self.label(probabilities) is Label.ENTAILMENT
+
     def label(self, probabilities: Any) -> Label:
         """Contradiction when it is the likeliest label; else entailment at or above the
         threshold; else the likelier of neutral and contradiction."""

@@ -27,6 +27,7 @@ from refcheck_callbacks.check.nli.families import (
 from refcheck_callbacks.check.nli.labels import LabelScheme, LabelSchemeError, read_label_scheme
 from refcheck_callbacks.check.nli.precision import quantized_int8
 from refcheck_callbacks.check.nli.recognise import ModelDescription, UnknownModelFamilyError
+from refcheck_callbacks.errors import ModelNotFoundError
 from refcheck_callbacks.support.extras import require
 
 NLIDtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]
@@ -49,6 +50,25 @@ class LoadedModel:
     label_token_ids: tuple[int, int] | None = None
     """Seq2seq: the (unsupported, supported) label words' first token ids."""
     decoder_start_id: int | None = None
+
+
+def model_location(name: str) -> str:
+    """`name` with `~` expanded; `ModelNotFoundError` when it names a local folder (absolute,
+    `./`, `../`, `~`, or under a folder that exists) that is not there, which the hub would
+    otherwise report as a badly formed repository id."""
+    path = Path(name).expanduser()
+    local = (
+        path.is_absolute()
+        or name.startswith(("./", "../"))
+        or (path.parent != Path() and path.parent.is_dir())
+    )
+    location = str(path) if name.startswith("~") else name
+    if local and not path.exists():
+        raise ModelNotFoundError(
+            f"no such model folder: {location}; give the folder that holds the model's "
+            "config.json, or the model's hub name (org/model)"
+        )
+    return location
 
 
 def describe(model: str) -> ModelDescription:

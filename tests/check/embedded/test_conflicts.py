@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 
 from refcheck_callbacks.check.embedded.conflicts import find_conflict, parse_references
+from refcheck_callbacks.types import ConflictKind
+
+VALUE, DATE, ENTITY = ConflictKind.VALUE, ConflictKind.DATE, ConflictKind.ENTITY
 
 EIFFEL = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
@@ -20,7 +23,7 @@ def test_the_readme_example_is_a_conflict_on_the_figure_in_its_sentence() -> Non
     conflict = find_conflict("The Eiffel Tower is 450 metres tall.", parse_references([reference]))
     assert conflict is not None
     assert (conflict.kind, conflict.claim_text, conflict.reference_text) == (
-        "number",
+        VALUE,
         "450 metres",
         "330 metres",
     )
@@ -30,15 +33,17 @@ def test_the_readme_example_is_a_conflict_on_the_figure_in_its_sentence() -> Non
 @pytest.mark.parametrize(
     ("claim", "kind"),
     [
-        ("The tower is 450 metres tall.", "number"),
-        ("The tower is 1,500 feet tall.", "number"),  # converted, and still different
-        ("Gustave Eiffel's company built the tower from 1901 to 1903.", "year"),
-        ("It is named after the engineer Maurice Koechlin.", "name"),
-        ("It was the entrance arch to the 1925 World's Fair.", "year"),
-        ("The tower stands on the Champ de Mars in Lyon, France.", "name"),
+        ("The tower is 450 metres tall.", VALUE),
+        ("The tower is 1,500 feet tall.", VALUE),  # converted, and still different
+        ("Gustave Eiffel's company built the tower from 1901 to 1903.", DATE),
+        ("It is named after the engineer Maurice Koechlin.", ENTITY),
+        ("It was the entrance arch to the 1925 World's Fair.", DATE),
+        ("The tower stands on the Champ de Mars in Lyon, France.", ENTITY),
     ],
 )
-def test_a_differing_fact_about_the_same_thing_is_a_conflict(claim: str, kind: str) -> None:
+def test_a_differing_fact_about_the_same_thing_is_a_conflict(
+    claim: str, kind: ConflictKind
+) -> None:
     conflict = find_conflict(claim, parse_references(["Painting takes 60 tonnes.", EIFFEL]))
     assert conflict is not None and conflict.kind == kind
     assert conflict.reference_index == 1
@@ -99,17 +104,17 @@ MARATHON = (
 @pytest.mark.parametrize(
     ("claim", "kind"),
     [
-        ("The course is 36 kilometres long.", "number"),  # a unit, another value
-        ("The course is 30 miles long.", "number"),  # another unit, converted: 48.3 km
-        ("In 2018 Eliud Kipchoge won it in 3 hours.", "number"),
-        ("The organisers raised 4 million euros for charity.", "number"),
-        ("The race was first run in 1981.", "year"),
-        ("The race was first run on 13 June 1974.", "month"),
-        ("In 2018 Haile Gebrselassie won it, a world record at the time.", "name"),
-        ("The course starts near the Reichstag building.", "name"),
+        ("The course is 36 kilometres long.", VALUE),  # a unit, another value
+        ("The course is 30 miles long.", VALUE),  # another unit, converted: 48.3 km
+        ("In 2018 Eliud Kipchoge won it in 3 hours.", VALUE),
+        ("The organisers raised 4 million euros for charity.", VALUE),
+        ("The race was first run in 1981.", DATE),
+        ("The race was first run on 13 June 1974.", DATE),
+        ("In 2018 Haile Gebrselassie won it, a world record at the time.", ENTITY),
+        ("The course starts near the Reichstag building.", ENTITY),
     ],
 )
-def test_hand_written_edits_of_another_text_are_conflicts(claim: str, kind: str) -> None:
+def test_hand_written_edits_of_another_text_are_conflicts(claim: str, kind: ConflictKind) -> None:
     """Edits the shared data never saw: the rule, not a list of cases."""
     conflict = find_conflict(claim, parse_references([MARATHON]))
     assert conflict is not None and conflict.kind == kind, conflict

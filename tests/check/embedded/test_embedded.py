@@ -67,6 +67,7 @@ def test_shipped_parameters_reproduce_the_recorded_probabilities(
         verdict = embedded_checker.check_batch([item])[0]
         assert verdict.label is not None and verdict.label.value == case["label"], environments
         assert verdict.probabilities is not None
+        assert sorted(case["probabilities"]) == sorted(label.value for label in Label)
         for label, probability in case["probabilities"].items():
             assert verdict.probabilities[Label(label)] == pytest.approx(
                 probability, abs=RECORDED_PROBABILITY_TOLERANCE
@@ -82,7 +83,9 @@ def test_probabilities_are_a_distribution_and_confidence_is_the_labels(
         "The tower was painted bright green to honour the French navy.",
         "Penguins are the fastest animals on land.",
     ]
-    for verdict in embedded_checker.check_batch(_items(claims, [EIFFEL, PAINT])):
+    verdicts = embedded_checker.check_batch(_items(claims, [EIFFEL, PAINT]))
+    assert len(verdicts) == len(claims)
+    for verdict in verdicts:
         assert verdict.label is not None and verdict.probabilities is not None
         assert math.isclose(sum(verdict.probabilities.values()), 1.0, abs_tol=1e-6)
         assert all(0.0 <= p <= 1.0 for p in verdict.probabilities.values())

@@ -18,12 +18,12 @@ from tiny_nli import save_model
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from refcheck_callbacks import RefCheckMonitor
-from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.check.merge import merge_label
 from refcheck_callbacks.check.nli.checker import NLIChecker
 from refcheck_callbacks.check.nli.labels import LabelSchemeError
 from refcheck_callbacks.check.nli.precision import TieGuard, top_two_margin
 from refcheck_callbacks.check.segments import segment_text
+from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.types import CheckItem, Claim, Label, Outcome, Reference, Verdict
 
@@ -251,6 +251,7 @@ def test_a_two_label_support_model_reads_supported_as_entailment(tmp_path: Path)
     directory = save_model(tmp_path / "support", "bert", {0: "unsupported", 1: "supported"})
     checker = NLIChecker(directory, max_length=128)
     verdicts = checker.check_batch(items_for(CLAIMS, REFERENCES))
+    assert len(verdicts) == len(CLAIMS)
     assert {v.label for v in verdicts} <= {E, N}
     for verdict in verdicts:
         assert verdict.probabilities is not None
@@ -278,7 +279,7 @@ def test_bfloat16_runs_when_asked(model_dirs: dict[str, Path]) -> None:
     assert next(checker.model.parameters()).dtype == torch.bfloat16
     assert checker.model.config._attn_implementation == "eager"  # faster than sdpa in CPU bf16
     verdicts = checker.check_batch(items_for(CLAIMS[:2], REFERENCES))
-    assert all(v.label is not None for v in verdicts)
+    assert len(verdicts) == 2 and all(v.label is not None for v in verdicts)
 
 
 def test_bfloat16_with_fp32_rechecks_gives_the_fp32_labels(model_dirs: dict[str, Path]) -> None:
@@ -393,5 +394,5 @@ def test_model_inputs_and_segments_match_the_tokenizers_own_calls(minilm_nli: NL
         overlap_tokens=minilm_nli.segment_overlap_tokens,
         count_tokens=lambda t: len(minilm_nli.tokenizer(t, add_special_tokens=False)["input_ids"]),
     )
-    spans = minilm_nli._reference_spans([long_reference])[long_reference]
+    spans = minilm_nli.segments.spans([long_reference])[long_reference]
     assert spans == tuple((s.start, s.end) for s in one_at_a_time)
