@@ -15,8 +15,14 @@ from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
 from opentelemetry.context import Context
 
+from refcheck_callbacks.contract.feedback import Feedback
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.attributes import Attributes, ResultAttributes
+from refcheck_callbacks.exporters.attributes import (
+    Attributes,
+    ResultAttributes,
+    feedback_answer,
+    feedback_claim,
+)
 from refcheck_callbacks.types import CheckResult
 
 
@@ -45,6 +51,13 @@ class EvaluationEvents:
         for index in range(len(result.verdicts)):
             self._one(self.attributes.claim(result, index), in_span, timestamp)
         self._one(self.attributes.response(result), in_span, timestamp)
+
+    def emit_feedback(self, feedback: Feedback, in_span: Context, timestamp: int) -> None:
+        """One event per labelled claim, then one for the answer when it was labelled."""
+        for claim in feedback.claims:
+            self._one(feedback_claim(feedback, claim), in_span, timestamp)
+        if feedback.answer is not None:
+            self._one(feedback_answer(feedback), in_span, timestamp)
 
     def _one(self, attributes: Attributes, in_span: Context, timestamp: int) -> None:
         if self.mode is not EventMode.SPAN:
