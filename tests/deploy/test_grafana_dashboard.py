@@ -79,3 +79,16 @@ def test_panels_cover_what_an_operator_needs() -> None:
     assert "gen_ai_request_model" in exprs  # rates by model, not only by service
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def test_the_feedback_agreement_rate_is_plotted() -> None:
+    feedback = [
+        t["expr"]
+        for t in _targets(_dashboard())
+        if names.PROMETHEUS[names.FEEDBACK_CLAIMS] in t["expr"]
+    ]
+    agreed = f'{names.FEEDBACK_AGREED.replace(".", "_")}="true"'
+    [rate] = [expr for expr in feedback if agreed in expr]
+    numerator, denominator = rate.split(" / ")
+    assert agreed in numerator and "agreed" not in denominator
+    assert any(names.FEEDBACK_LABEL.replace(".", "_") in expr for expr in feedback)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from feedback_records import calibrate_records
 
 from refcheck_callbacks.cli.alert_rules import parse_settings
 from refcheck_callbacks.exporters import names
@@ -120,10 +121,15 @@ class Prometheus:
 
 
 @pytest.fixture
-def app() -> Iterator[App]:
+def feedback_file(tmp_path: Path) -> Path:
+    return tmp_path / "feedback.jsonl"
+
+
+@pytest.fixture
+def app(feedback_file: Path) -> Iterator[App]:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(APP), str(port)],
+        [sys.executable, str(APP), str(port), str(feedback_file)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -206,11 +212,12 @@ def _burst_until_firing(app: App, prometheus: Prometheus, alert: str) -> dict[st
 
 
 def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns_data(
-    app: App, prometheus: Prometheus
+    app: App, prometheus: Prometheus, feedback_file: Path
 ) -> None:
     # The issue's shape: about 1,200 claims at 2% contradicted, a quiet spell that moves them
     # into the baseline (which ends slow window + for ago), then a burst at 49%.
     _stream(app, chunks=20, answers=30, contradiction_share=0.02)
+    app.send(feedback=20)  # people's verdicts, before and after the burst
     time.sleep(duration_seconds(E2E_TUNABLES.baseline_offset) + 5)
     assert prometheus.active(CONTRADICTION.alert) == [], "fired on a normal stream"
     assert prometheus.by("job", BASELINE_READY) == {JOB: 1.0}  # onboarded: 1,200 claims
@@ -232,7 +239,7 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
     assert 0.0 < baseline[JOB] < 0.06  # the 2% stream, not the burst
     assert "unknown" not in alert["annotations"]["description"]
 
-    totals = app.send(skip=3, burst=20, hook_errors=2, cascade=30)
+    totals = app.send(skip=3, burst=20, hook_errors=2, cascade=30, feedback=20)
     selector = f'{{job="{JOB}"}}'
     claims_by_verdict = f"sum by (refcheck_verdict) (refcheck_claims_total{selector})"
     expected_claims = {k: float(v) for k, v in totals["claims"].items()}
@@ -245,6 +252,19 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
         "a scrape after the last result",
     )
     assert {"entailment", "contradiction", "neutral", "error"} <= set(claims)
+    agreement = f"sum by (refcheck_feedback_agreed) (refcheck_feedback_claims_total{selector})"
+    expected_agreement = {agreed: float(count) for agreed, count in totals["agreed"].items()}
+    _wait_until(
+        lambda: prometheus.by("refcheck_feedback_agreed", agreement) == expected_agreement,
+        30,
+        "a scrape after the last feedback",
+    )
+    assert set(totals["agreed"]) == {"true", "false"}  # unverified and contradicted claims disagree
+    assert prometheus.by(
+        "refcheck_reason", f"sum by (refcheck_reason) (refcheck_feedback_refused_total{selector})"
+    ) == {"unknown_response": 2.0}
+    records = calibrate_records(feedback_file)
+    assert len(records) == 40 and {r["labels"][0] for r in records} == {True}
     responses = prometheus.by(
         "refcheck_outcome", f"sum by (refcheck_outcome) (refcheck_responses_total{selector})"
     )

@@ -4,11 +4,11 @@ recorded returns False with a counted reason, never an exception."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from feedback_records import calibrate_records
 from scripted_checkers import KeywordChecker
 from telemetry import Telemetry
 
@@ -21,7 +21,6 @@ ANSWER = (
     "The tower is unverified by the record."
 )
 """Three claims the scripted checker labels Entailment, Contradiction, Neutral."""
-CALIBRATE_LABELS = {"Entailment", "Neutral", "Contradiction", True, False, None}
 
 
 def _monitor(telemetry: Telemetry, **options: Any) -> RefCheckMonitor:
@@ -61,20 +60,6 @@ def _agreement(telemetry: Telemetry) -> dict[tuple[str, str, str], int]:
     }
 
 
-def _calibrate_records(path: Path) -> list[dict[str, Any]]:
-    """The file as `refcheck calibrate` reads it: JSON Lines of RefChecker records with claims
-    and a parallel list of labels (Entailment / Neutral / Contradiction, true / false, null),
-    and reference text."""
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    for record in records:
-        assert isinstance(record["claims"], list) and all(record["claims"])
-        assert len(record["labels"]) == len(record["claims"])
-        assert set(record["labels"]) <= CALIBRATE_LABELS
-        assert [ref["text"] for ref in record["references"]]
-        assert len(record["predicted"]) == len(record["claims"])
-    return records
-
-
 def test_claim_labels_go_to_events_the_agreement_count_and_the_file(
     telemetry: Telemetry, tmp_path: Path
 ) -> None:
@@ -106,7 +91,7 @@ def test_claim_labels_go_to_events_the_agreement_count_and_the_file(
     }
     assert not any(key in event for event in events for key in names.CONTENT_ATTRIBUTES)
 
-    first, second = _calibrate_records(path)
+    first, second = calibrate_records(path)
     assert first["response_id"] == "chatcmpl-1"
     assert first["request_id"] == second["request_id"] == result.request.request_id
     assert first["question"] == "How tall is the tower?" and first["response"] == ANSWER
@@ -127,7 +112,7 @@ def test_one_label_for_the_answer(telemetry: Telemetry, tmp_path: Path) -> None:
         assert monitor.feedback("all-good", True)
         assert monitor.feedback("bad", "Neutral")
 
-    good, bad = _calibrate_records(path)
+    good, bad = calibrate_records(path)
     assert (good["labels"], good["answer_label"]) == ([True], True)
     assert (bad["labels"], bad["answer_label"]) == ([None, None, None], "Neutral")
     answer_events = [e for e in _feedback_events(telemetry) if names.CLAIM_INDEX not in e]
@@ -160,7 +145,7 @@ def test_feedback_it_cannot_record_is_counted_and_never_raises(
         "unknown_response": 4,
         "invalid_labels": 4,
     }
-    assert len(_calibrate_records(path)) == 1
+    assert len(calibrate_records(path)) == 1
 
 
 def test_the_file_holds_redacted_text_and_nothing_of_an_answer_whose_redaction_failed(
