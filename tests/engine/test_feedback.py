@@ -13,6 +13,7 @@ from scripted_checkers import KeywordChecker
 from telemetry import Telemetry
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally
+from refcheck_callbacks.contract.components import Exporter
 from refcheck_callbacks.exporters import names
 
 REFERENCES = [{"id": "doc-1", "text": "The Eiffel Tower is 330 metres tall. It stands in Paris."}]
@@ -195,3 +196,55 @@ def test_feedback_memory_zero_turns_it_off(telemetry: Telemetry) -> None:
         assert not monitor.feedback(result.request.request_id, True)
     with pytest.raises(ValueError, match="feedback_memory"):
         _monitor(telemetry, feedback_memory=-1)
+
+
+def test_in_the_default_placement_the_app_remembers_and_writes_redacted_text(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    path = tmp_path / "feedback.jsonl"
+    with RefCheckMonitor(
+        checker=KeywordChecker,  # built in the child process
+        placement="process",
+        conflict=None,
+        exporters=[telemetry.exporter()],
+        redact=lambda text: text.replace("Eiffel", "[NAME]"),  # a closure: stays in the app
+        feedback_file=path,
+    ) as monitor:
+        assert monitor.submit(answer=ANSWER, references=REFERENCES, response_id="submitted")
+        assert monitor.flush(timeout=60)
+        assert monitor.feedback("submitted", ["Entailment", "Contradiction", "Neutral"])
+    [record] = calibrate_records(path)
+    assert record["predicted"] == ["Entailment", "Contradiction", "Neutral"]
+    assert record["references"][0]["text"].startswith("The [NAME] Tower")
+    assert set(_agreement(telemetry)) == {
+        ("entailment", "entailment", "true"),
+        ("contradiction", "contradiction", "true"),
+        ("neutral", "neutral", "true"),
+    }
+
+
+class _Plain(Exporter):
+    name = "plain"
+
+
+class _Failing(Exporter):
+    name = "failing"
+
+    def feedback(self, feedback: object) -> None:
+        raise RuntimeError("a broken back end")
+
+
+def test_an_exporter_without_feedback_gets_none_and_a_failing_one_is_counted(
+    telemetry: Telemetry,
+) -> None:
+    with RefCheckMonitor(
+        checker=KeywordChecker(),
+        placement="thread",
+        conflict=None,
+        exporters=[_Plain(), _Failing(), telemetry.exporter()],
+    ) as monitor:
+        _check(monitor, response_id="one")
+        assert monitor.feedback("one", True)
+        assert monitor.stats.snapshot() == {"errors": {"exporter": 1}}
+    # The exporter after the failing one still got the verdict.
+    assert sum(p.value for p in telemetry.points(names.FEEDBACK_CLAIMS).values()) == 3
