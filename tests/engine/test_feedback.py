@@ -12,7 +12,7 @@ from feedback_records import calibrate_records
 from scripted_checkers import KeywordChecker
 from telemetry import Telemetry
 
-from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally
+from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally, TraceContext
 from refcheck_callbacks.contract.components import Exporter
 from refcheck_callbacks.exporters import names
 
@@ -248,3 +248,21 @@ def test_an_exporter_without_feedback_gets_none_and_a_failing_one_is_counted(
         assert monitor.stats.snapshot() == {"errors": {"exporter": 1}}
     # The exporter after the failing one still got the verdict.
     assert sum(p.value for p in telemetry.points(names.FEEDBACK_CLAIMS).values()) == 3
+
+
+def test_feedback_events_are_log_records_in_the_answers_trace_even_in_span_mode(
+    telemetry: Telemetry,
+) -> None:
+    trace_context = TraceContext(trace_id="ab" * 16, span_id="cd" * 8)
+    with RefCheckMonitor(
+        checker=KeywordChecker(),
+        placement="thread",
+        conflict=None,
+        exporters=[telemetry.exporter(events="span")],
+    ) as monitor:
+        _check(monitor, response_id="one", trace_context=trace_context)
+        assert not telemetry.evaluation_records()  # the result's events went to its span
+        assert monitor.feedback("one", ["Entailment", None, "Neutral"])
+    records = telemetry.evaluation_records()
+    assert len(records) == 2
+    assert {format(r.log_record.trace_id, "032x") for r in records} == {trace_context.trace_id}
