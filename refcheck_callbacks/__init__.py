@@ -5,7 +5,13 @@ that needs them is built.
 """
 
 from refcheck_callbacks.contract.answers import AnswerFields, AnswerSink, InputLimits
-from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipReason, Tally
+from refcheck_callbacks.contract.reasons import (
+    DropReason,
+    ErrorReason,
+    FeedbackReason,
+    SkipReason,
+    Tally,
+)
 from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.monitor import RefCheckMonitor
@@ -74,6 +80,7 @@ __all__ = [
     "Evidence",
     "ExtractionError",
     "ExtractionReplyError",
+    "FeedbackReason",
     "InputLimits",
     "LLMCallError",
     "Label",

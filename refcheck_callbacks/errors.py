@@ -138,6 +138,11 @@ class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
 
 
+class PromtoolError(RefCheckError, RuntimeError):
+    """The alert simulator could not run `promtool test rules`: missing, not 2.x, or a rule
+    evaluation error; or promtool and the simulator's replay disagree on the same series."""
+
+
 class PlacementWarning(UserWarning):
     """A monitor left at the default placement checks in the app's thread, not in a child
     process, because no child can start for it (components built in the app, a factory the
@@ -163,6 +168,7 @@ __all__ = [
     "MonitorUnavailableError",
     "PlacementError",
     "PlacementWarning",
+    "PromtoolError",
     "ProtocolError",
     "RedactionError",
     "RefCheckError",

@@ -37,6 +37,10 @@ class BinaryScores(BaseModel):
     histogram_supported: list[int]
     """Support scores of gold-supported claims in HISTOGRAM_BINS bins over [0, 1]."""
     histogram_unsupported: list[int]
+    predicted_labels: dict[str, dict[str, int]] = {}
+    """`supported` / `unsupported` (gold) -> predicted label -> claims: the per-label rates a
+    traffic simulation draws from (`benchmarks/alert_sim.py`). Empty in reports made before
+    it existed."""
 
 
 class ResponseScores(BaseModel):

@@ -191,7 +191,18 @@ def _binary(pairs: list[tuple[LabelledExample, Verdict]]) -> BinaryScores | None
         histogram_unsupported=metrics.histogram(
             [s for s, g in zip(scores, gold, strict=True) if not g], HISTOGRAM_BINS
         ),
+        predicted_labels=_predicted_labels(known),
     )
+
+
+def _predicted_labels(known: list[tuple[bool, Verdict]]) -> dict[str, dict[str, int]]:
+    counts = {
+        gold: {label.value: 0 for label in _LABEL_ORDER} for gold in ("supported", "unsupported")
+    }
+    for supported, verdict in known:
+        if verdict.label is not None:
+            counts["supported" if supported else "unsupported"][verdict.label.value] += 1
+    return counts
 
 
 def _response_level(pairs: list[tuple[LabelledExample, Verdict]]) -> ResponseScores | None:

@@ -1,12 +1,17 @@
-"""`refcheck alert-rules`: write the Prometheus rules for refcheck's metrics, tuned.
+"""`refcheck alert-rules`: write the Prometheus rules for refcheck's metrics, tuned; simulate
+traffic through them; write their promtool tests.
 
 The rules themselves come from `exporters.alert_rules`; this module reads `--set ALERT.FIELD=
-VALUE` options into its `AlertTunables` and writes the YAML to a file or stdout.
+VALUE` options into its `AlertTunables` and writes the YAML to a file or stdout. `--simulate
+BENCH_JSON` runs the traffic simulator (`alert_sim`, numpy and promtool, loaded only then) on a
+bench report's label rates and prints its figures; `--promtool-tests FILE` writes the promtool
+unit tests the simulator generates for the rules.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +19,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from refcheck_callbacks.exporters.alert_rules import AlertTunables, rules_yaml
+from refcheck_callbacks.errors import RefCheckError
+from refcheck_callbacks.exporters.alert_rules import rules_yaml
+from refcheck_callbacks.exporters.alert_tunables import AlertTunables
 
 SUMMARY = "write Prometheus alerting and recording rules for refcheck's metrics"
 
@@ -43,11 +50,61 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.set_defaults(handler=run)
     parser.add_argument(
         "--set", action="append", default=[], metavar="ALERT.FIELD=VALUE", dest="settings",
-        help="change one tunable, repeatable (listed below), e.g. contradiction_spike.floor=0.2",
+        help="change one tunable, repeatable (listed below), e.g. share_test.z=4",
     )  # fmt: skip
     parser.add_argument(
         "--output", type=Path, default=None, help="the file to write (default: stdout)"
     )
+    _add_simulation_options(parser)
+
+
+def _add_simulation_options(parser: argparse.ArgumentParser) -> None:
+    simulation = parser.add_argument_group(
+        "traffic simulation (needs numpy and promtool 2.x; see deploy/README.md)"
+    )
+    simulation.add_argument(
+        "--simulate", type=Path, metavar="BENCH_JSON",
+        help="simulate services with the label rates of each set in this bench.json (`refcheck "
+        "bench --output-dir`) through the rules; print false pages per 30 days of clean "
+        "traffic and the time to detect a shift, per set and volume",
+    )  # fmt: skip
+    simulation.add_argument(
+        "--volume", type=float, action="append", metavar="CLAIMS_PER_MINUTE",
+        help="a service's volume, repeatable (default: 5, 20 and 100 claims a minute)",
+    )  # fmt: skip
+    simulation.add_argument(
+        "--shift", type=float, default=0.2, metavar="SHARE",
+        help="after the clean traffic, this share of claims is unsupported (default: 0.2)",
+    )  # fmt: skip
+    simulation.add_argument(
+        "--days", type=int, default=30, help="clean days per replayed service (default: 30)"
+    )
+    simulation.add_argument(
+        "--seeds", type=int, default=20, help="replayed services per set and volume (default: 20)"
+    )
+    simulation.add_argument(
+        "--promtool-days", type=float, default=2.0, metavar="DAYS",
+        help="clean days of the one service per set and volume that promtool evaluates (and "
+        "the replay must match exactly); 0 for none (default: 2; 30 takes 2-3 minutes of CPU "
+        "per set and volume)",
+    )  # fmt: skip
+    simulation.add_argument(
+        "--workers", type=int, default=2, help="promtool processes side by side (default: 2)"
+    )
+    simulation.add_argument(
+        "--rules", type=Path, metavar="FILE",
+        help="simulate this rule file instead of the generated rules (an older one, say): "
+        "promtool alone measures it",
+    )  # fmt: skip
+    simulation.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the figures as JSON"
+    )
+    simulation.add_argument(
+        "--promtool-tests", type=Path, metavar="FILE",
+        help="write the promtool unit tests the simulator generates for the rules (the shipped "
+        "deploy/prometheus/refcheck-alerts.sim.test.yml); they load the --output file's name, "
+        "else refcheck-alerts.yml, from the same folder",
+    )  # fmt: skip
 
 
 def parse_settings(settings: Sequence[str]) -> AlertTunables:
@@ -71,17 +128,53 @@ def parse_settings(settings: Sequence[str]) -> AlertTunables:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = rules_yaml(parse_settings(args.settings))
-    except ValueError as exc:
+        tunables = parse_settings(args.settings)
+        if args.simulate is not None:
+            return _simulate(args, tunables)
+        if args.promtool_tests is not None:
+            from refcheck_callbacks.alert_sim.rule_tests import rule_tests_yaml
+
+            rules = "refcheck-alerts.yml" if args.output is None else args.output.name
+            _write(args.promtool_tests, rule_tests_yaml(tunables, rules))
+            if args.output is None:
+                return 0
+        text = rules_yaml(tunables)
+        if args.output is None:
+            sys.stdout.write(text)
+        else:
+            _write(args.output, text)
+    except (ValueError, OSError, RefCheckError) as exc:
         print(f"refcheck: error: {exc}", file=sys.stderr)
         return 2
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
     try:
-        args.output.write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        print(f"refcheck: error: cannot write {args.output}: {exc}", file=sys.stderr)
-        return 2
-    print(f"refcheck: wrote {args.output}", file=sys.stderr)
+        raise OSError(f"cannot write {path}: {exc}") from exc
+    print(f"refcheck: wrote {path}", file=sys.stderr)
+
+
+def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
+    from refcheck_callbacks.alert_sim.report import Settings, markdown, simulate
+    from refcheck_callbacks.alert_sim.traffic import rates_from_bench
+
+    if args.days < 1 or args.seeds < 1 or args.workers < 1 or args.promtool_days < 0:
+        raise ValueError("--days, --seeds and --workers must be at least 1, --promtool-days >= 0")
+    if not 0.0 < args.shift <= 1.0 or any(v <= 0 for v in args.volume or ()):
+        raise ValueError("--shift must be in (0, 1] and every --volume positive")
+    settings = Settings(
+        volumes=tuple(args.volume or (5.0, 20.0, 100.0)),
+        unsupported=args.shift,
+        days=args.days,
+        seeds=args.seeds,
+        promtool_days=args.promtool_days,
+        workers=args.workers,
+    )
+    figures = simulate(rates_from_bench(args.simulate), settings, tunables, args.rules)
+    sys.stdout.write(markdown(figures))
+    if args.json is not None:
+        _write(args.json, json.dumps([f.model_dump() for f in figures], indent=2) + "\n")
     return 0

@@ -56,7 +56,7 @@ Claim-level hallucination checks of answers against their references.
   refcheck check --input claims.jsonl --output checked.jsonl --checker nli:MODEL
   refcheck bench --dataset all --checker embedded --output-dir bench-out
   refcheck calibrate --input labelled.jsonl --output calibration.json
-  refcheck alert-rules --set contradiction_spike.floor=0.2 --output refcheck-alerts.yml
+  refcheck alert-rules --set share_test.z=4 --output refcheck-alerts.yml
   refcheck serve --checker nli:MODEL --num-gpus 1
   refcheck data download
   refcheck demo

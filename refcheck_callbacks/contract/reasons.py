@@ -29,6 +29,9 @@ class Tally(str, Enum):
     result's `error_type`: an LLM failure kind such as `rate_limit`, `TimeoutError` for a stage
     deadline, an exception class), or `partial` when only some claims failed. Kept in
     `monitor.stats` only: exporters count these results as `refcheck.responses` by outcome."""
+    FEEDBACK_REFUSED = "feedback_refused"
+    """A person's verdict `monitor.feedback` could not record (it returned False), by
+    `FeedbackReason`."""
 
 
 class SkipReason(str, Enum):
@@ -102,11 +105,26 @@ class ErrorReason(str, Enum):
     """An exporter raised on a batch of results."""
     ON_RESULT = "on_result"
     """An `on_result` hook raised."""
+    FEEDBACK = "feedback"
+    """`monitor.feedback` itself raised (a bug of ours: see the log); the verdict is lost."""
     LANGCHAIN_CALLBACK = "langchain_callback"
     LLAMAINDEX_CALLBACK = "llamaindex_callback"
 
 
-Reason = SkipReason | DropReason | ErrorReason
+class FeedbackReason(str, Enum):
+    """Why `monitor.feedback` recorded nothing (`Tally.FEEDBACK_REFUSED`)."""
+
+    UNKNOWN_RESPONSE = "unknown_response"
+    """No recent result with claims has that id: never checked, no claims (abstained, failed,
+    withheld because its redaction failed), or forgotten (the monitor keeps the latest
+    `feedback_memory` results)."""
+    INVALID_LABELS = "invalid_labels"
+    """Labels that are not a label, or a list with one per claim of the answer."""
+    WRITE_FAILED = "write_failed"
+    """The feedback file could not be written (see the log)."""
+
+
+Reason = SkipReason | DropReason | ErrorReason | FeedbackReason
 """A reason of the vocabulary above."""
 
 

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from refcheck_callbacks.contract.components import Exporter
+from refcheck_callbacks.contract.feedback import Feedback, FeedbackExporter
 from refcheck_callbacks.contract.reasons import ErrorReason, Reason, Tally, reason_label
 from refcheck_callbacks.engine.counters import Counters
 from refcheck_callbacks.support.deadline import Deadline, Overrun, SingleFlight
@@ -47,10 +48,18 @@ class Delivery:
     """The monitor's exporters, hooks and counters (the lists are the monitor's own: an app may
     add to them)."""
 
-    def __init__(self, exporters: list[Exporter], hooks: list[ResultHook], stats: Counters) -> None:
+    def __init__(
+        self,
+        exporters: list[Exporter],
+        hooks: list[ResultHook],
+        stats: Counters,
+        remember: Callable[[Sequence[CheckResult]], None] | None = None,
+    ) -> None:
         self.exporters = exporters
         self.hooks = hooks
         self.stats = stats
+        self.remember = remember
+        """Given every batch of results first (the monitor's memory for feedback)."""
         self._flights: dict[int, tuple[Exporter, SingleFlight[Any]]] = {}
 
     def record(self, tally: Tally, reason: Reason | str, count: int = 1) -> None:
@@ -66,6 +75,11 @@ class Delivery:
 
     def deliver(self, results: Sequence[CheckResult]) -> None:
         """Results to every exporter, then to every hook. Never raises."""
+        if self.remember is not None:
+            try:
+                self.remember(results)
+            except Exception:  # a bug of ours: feedback on these answers will be refused
+                logger.exception("refcheck: results were not remembered for feedback")
         for result in results:
             reason = failure_reason(result)
             if reason is not None:
@@ -77,6 +91,12 @@ class Delivery:
         for result in results:
             for hook in list(self.hooks):
                 self._guarded("on_result", ErrorReason.ON_RESULT, 1, hook, result)
+
+    def feedback(self, feedback: Feedback) -> None:
+        """A person's verdict to every exporter that takes one. Never raises."""
+        for exporter in list(self.exporters):
+            if isinstance(exporter, FeedbackExporter):
+                self._guarded(exporter.name, ErrorReason.EXPORTER, 1, exporter.feedback, feedback)
 
     def _guarded(
         self,

@@ -19,6 +19,7 @@ import concurrent.futures
 import signal
 import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.checking import Checking, invalid_input, unpaired
 from refcheck_callbacks.engine.counters import Counters
 from refcheck_callbacks.engine.delivery import Delivery, ResultHook
+from refcheck_callbacks.engine.feedback import FeedbackDesk, FeedbackLabels, RefusedFeedback
 from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.engine.placement.components import Settings
 from refcheck_callbacks.engine.placement.in_thread import InThread
@@ -118,6 +120,11 @@ class RefCheckMonitor:
             stage is refused (`CalibrationMismatchError`) where the checker is built: here for
             placement="thread" or "service", in the child for "process" (every result then
             ends `error` with that type and message). See `check.calibration`.
+        feedback_file: append every verdict `feedback` records to this file, with the
+            answer's text (after `redact`), in the labelled format `refcheck calibrate` reads
+            (`engine.feedback_file`). Opting in to keep that text; None (default): no file.
+        feedback_memory: recent results `feedback` can find (least recently used forgotten);
+            0 turns feedback off.
     """
 
     def __init__(
@@ -140,7 +147,10 @@ class RefCheckMonitor:
         placement: Placement | str | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
         calibration: CalibrationSource | None = None,
+        feedback_file: str | Path | None = None,
+        feedback_memory: int = 1024,
     ) -> None:
+        self._feedback = FeedbackDesk(feedback_memory, feedback_file)
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
         self.limits = limits or InputLimits()
@@ -171,7 +181,9 @@ class RefCheckMonitor:
             [on_result] if callable(on_result) else list(on_result or [])
         )
         self.exporters = _exporters(exporters, capture_content)
-        self._delivery = Delivery(self.exporters, self.on_result, self.stats)
+        self._delivery = Delivery(
+            self.exporters, self.on_result, self.stats, self._feedback.remember
+        )
         self._checking = Checking(self.runner, self._delivery, self.limits)
         self._sampler = Sampler(sample_rate)
         self._worker: BackgroundWorker[RawInput, list[CheckResult]] = BackgroundWorker(
@@ -228,6 +240,29 @@ class RefCheckMonitor:
     def record(self, tally: Tally, reason: Reason | str, count: int = 1) -> None:
         """Count something not checked or failed, and tell the exporters. Never raises."""
         self._delivery.record(tally, reason, count)
+
+    def feedback(self, response_id: str, labels: FeedbackLabels) -> bool:
+        """Record a person's verdict on a checked answer. Never raises.
+
+        `response_id` is the answer's request id (`result.request.request_id`) or the
+        generation's response id the app submitted (`response_id=`); `labels` one label per
+        claim of the answer (None for a claim not labelled), or one label for the whole
+        answer: "Entailment", "Neutral", "Contradiction", or True / False for supported.
+        The verdict becomes `gen_ai.evaluation.result` events named `refcheck.feedback`, the
+        `refcheck.feedback.claims` count of agreement with the checker, and a line of
+        `feedback_file`. Returns False, counted with a `FeedbackReason`, when the answer is
+        not among the latest `feedback_memory` results with claims, the labels do not fit
+        it, or the file cannot be written.
+        """
+        try:
+            self._feedback.record(response_id, labels, self._delivery.feedback)
+            return True
+        except RefusedFeedback as refused:
+            self.record(Tally.FEEDBACK_REFUSED, refused.reason)
+        except Exception:
+            logger.exception("refcheck: feedback failed")
+            self.errored(ErrorReason.FEEDBACK)
+        return False
 
     @property
     def queue_size(self) -> int:

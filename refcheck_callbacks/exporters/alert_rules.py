@@ -1,229 +1,46 @@
 """Prometheus recording and alerting rules on refcheck's metrics, written from tunables.
 
 `deploy/prometheus/refcheck-alerts.yml` is `alert_rules(AlertTunables())` as YAML (a test keeps
-the two equal); `refcheck alert-rules --set contradiction_spike.floor=0.2` writes the rules with
-any threshold, window or `for` duration changed. Metric names are those of `names.PROMETHEUS`.
+the two equal); `refcheck alert-rules --set share_test.z=4` writes the rules with any threshold,
+window or `for` duration changed (`alert_tunables`). Metric names are those of `names.PROMETHEUS`.
 
-How each alert stays true to real traffic (issue 18):
-- The contradiction spike compares the recent contradicted share with a baseline that ends
-  `recent_window + pending_for` ago: a burst cannot raise its own threshold before the alert
-  has fired. (The first rules used a 6-hour window that included the burst: after a short
-  history the threshold climbed with the burst and the alert never fired.)
-- Every ratio needs a minimum volume, so a handful of claims or answers cannot page.
-- A series that does not exist yet (no contradiction so far, a new process) counts as zero where
-  that is what it means, never as "no data", which would silence the comparison.
-- Counters that reset on a restart are read with `rate` / `increase`, which handle resets.
-- Claims counted before Prometheus's first scrape of a process are invisible to `rate`; the
-  baseline is the share of the claims it did see, so missing ones change its volume, not its
-  value.
+The share alerts (a service against its own baseline) are `share_rules`'. The others here keep
+issue 18's lessons: every ratio needs a minimum volume, so a handful of answers cannot page; a
+series that does not exist yet counts as zero where that is what it means, never as "no data"
+(which would silence the comparison); counters that reset on a restart are read with `rate` /
+`increase`, which handle resets.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
-
+from refcheck_callbacks.exporters.alert_tunables import (
+    AlertTunables,
+    CheckerErrors,
+    DroppedEvaluations,
+    StalledChecker,
+    changed_tunables,
+)
 from refcheck_callbacks.exporters.names import (
     CLAIMS,
     DROPPED,
-    HALLUCINATION_RATIO,
     PROMETHEUS,
     QUEUE_SIZE,
     RESPONSES,
 )
+from refcheck_callbacks.exporters.share_rules import (
+    RECORDED,
+    SHARES,
+    share_alert,
+    share_recording_rules,
+)
 from refcheck_callbacks.support import yaml_text
 
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-
-
-def duration_seconds(text: str) -> float:
-    """Seconds in a Prometheus duration such as `10m`, `1h30m` or `250ms`."""
-    total, number, index = 0.0, "", 0
-    while index < len(text):
-        char = text[index]
-        if char.isdigit():
-            number += char
-            index += 1
-            continue
-        unit = "ms" if text.startswith("ms", index) else char
-        if not number or unit not in _UNIT_SECONDS:
-            raise ValueError(f"{text!r} is not a Prometheus duration (like 30s, 10m, 1h30m)")
-        total += int(number) * _UNIT_SECONDS[unit]
-        number, index = "", index + len(unit)
-    if number or not text:
-        raise ValueError(f"{text!r} is not a Prometheus duration (like 30s, 10m, 1h30m)")
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """A Prometheus duration for `seconds` (whole milliseconds): 900 -> `15m`, 5400 -> `1h30m`."""
-    remaining, parts = round(seconds * 1000), []
-    for unit, size in (("h", 3600000), ("m", 60000), ("s", 1000), ("ms", 1)):
-        count, remaining = divmod(remaining, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return "".join(parts) or "0s"
-
-
-def _valid_duration(text: str) -> str:
-    if duration_seconds(text) <= 0:
-        raise ValueError("a duration must be positive")
-    return text
-
-
-Duration = Annotated[str, AfterValidator(_valid_duration)]
-Share = Annotated[float, Field(ge=0.0, le=1.0)]
-
-
-class _Tunables(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _pending_for(default: str) -> Any:
-    return Field(default, description="how long the condition must hold before the alert fires")
-
-
-def _severity(default: str) -> Any:
-    return Field(default, description="the alert's severity label")
-
-
-class ContradictionSpike(_Tunables):
-    """The recent contradicted share of claims against the service's own baseline."""
-
-    recent_window: Duration = Field("10m", description="the window whose share may be a spike")
-    baseline_window: Duration = Field(
-        "6h", description="the window of the normal share, ending recent_window + pending_for ago"
-    )
-    pending_for: Duration = _pending_for("5m")
-    factor: float = Field(
-        2.0, ge=1.0, description="the recent share must exceed this many times the baseline's"
-    )
-    floor: Share = Field(
-        0.10, description="...and this share (alone when the baseline has too few claims)"
-    )
-    min_claims: int = Field(50, ge=1, description="claims with a verdict in the recent window")
-    min_baseline_claims: int = Field(
-        200, ge=0, description="claims in the baseline window for its share to count"
-    )
-    severity: str = _severity("page")
-
-    @model_validator(mode="after")
-    def _baseline_is_longer(self) -> ContradictionSpike:
-        if duration_seconds(self.baseline_window) <= duration_seconds(self.recent_window):
-            raise ValueError("baseline_window must be longer than recent_window")
-        return self
-
-    @property
-    def baseline_offset(self) -> str:
-        """The baseline ends this long ago: a burst that fires is never in its own baseline."""
-        return format_duration(
-            duration_seconds(self.recent_window) + duration_seconds(self.pending_for)
-        )
-
-
-class HallucinationRate(_Tunables):
-    """The mean share of unsupported claims per checked answer, against a fixed threshold."""
-
-    window: Duration = Field("30m", description="the window the mean is taken over")
-    threshold: Share = Field(0.30, description="the mean share above which it fires")
-    min_answers: int = Field(20, ge=1, description="checked answers needed in the window")
-    pending_for: Duration = _pending_for("15m")
-    severity: str = _severity("warning")
-
-
-class CheckerErrors(_Tunables):
-    """Answers whose check failed or timed out, or claims that got no verdict."""
-
-    window: Duration = Field("15m", description="the window the failure shares are taken over")
-    threshold: Share = Field(0.05, description="the failed share above which it fires")
-    min_answers: int = Field(20, ge=1, description="answers needed in the window")
-    min_claims: int = Field(50, ge=1, description="claims needed in the window")
-    pending_for: Duration = _pending_for("10m")
-    severity: str = _severity("warning")
-
-
-class DroppedEvaluations(_Tunables):
-    """Answers dropped unchecked (queue full, shut down) among all answers handed over."""
-
-    window: Duration = Field("10m", description="the window the dropped share is taken over")
-    threshold: Share = Field(0.01, description="the dropped share above which it fires")
-    min_dropped: int = Field(10, ge=1, description="dropped answers needed in the window")
-    pending_for: Duration = _pending_for("10m")
-    severity: str = _severity("warning")
-
-
-class StalledChecker(_Tunables):
-    """A queue that never empties while no answer gets a result."""
-
-    window: Duration = Field("10m", description="how long the queue stays non-empty with no result")
-    pending_for: Duration = _pending_for("5m")
-    severity: str = _severity("page")
-
-
-class AlertTunables(_Tunables):
-    """Every threshold, window and duration of the generated rules; defaults are the shipped."""
-
-    contradiction_spike: ContradictionSpike = ContradictionSpike()
-    hallucination_rate: HallucinationRate = HallucinationRate()
-    checker_errors: CheckerErrors = CheckerErrors()
-    dropped_evaluations: DroppedEvaluations = DroppedEvaluations()
-    stalled_checker: StalledChecker = StalledChecker()
-
-
-# Recording rules (`level:metric:operation`): the dashboard plots them beside the alert.
-CHECKED_RECENT = "job:refcheck_claims_checked:increase_recent"
-CONTRADICTED_RECENT = "job:refcheck_claims_contradicted:ratio_recent"
-CHECKED_BASELINE = "job:refcheck_claims_checked:increase_baseline"
-CONTRADICTED_BASELINE = "job:refcheck_claims_contradicted:ratio_baseline"
-SPIKE_THRESHOLD = "job:refcheck_claims_contradicted:spike_threshold"
-RECORDED = (
-    CHECKED_RECENT,
-    CONTRADICTED_RECENT,
-    CHECKED_BASELINE,
-    CONTRADICTED_BASELINE,
-    SPIKE_THRESHOLD,
-)
+__all__ = ["RECORDED", "AlertTunables", "alert_rules", "rules_yaml"]
 
 _CLAIMS = PROMETHEUS[CLAIMS]
 _RESPONSES = PROMETHEUS[RESPONSES]
-_CHECKED = f'{_CLAIMS}{{refcheck_verdict!="error"}}'
-_CONTRADICTED = f'{_CLAIMS}{{refcheck_verdict="contradiction"}}'
-
-
-def _share(part: str, whole: str, over: str) -> str:
-    """sum(rate(part)) / sum(rate(whole)) by job over the range `over` (`[10m]`, `[6h] offset
-    15m`), with a part that has no series yet (no contradiction so far) read as 0."""
-    return (
-        f"(\n  sum by (job) (rate({part}{over}))\n  or\n"
-        f"  sum by (job) (rate({whole}{over})) * 0\n)\n"
-        f"/ sum by (job) (rate({whole}{over}))"
-    )
-
-
-def _spike_rules(spike: ContradictionSpike) -> list[dict[str, Any]]:
-    recent = f"[{spike.recent_window}]"
-    baseline = f"[{spike.baseline_window}] offset {spike.baseline_offset}"
-    return [
-        _record(CHECKED_RECENT, f"sum by (job) (increase({_CHECKED}{recent}))"),
-        _record(CONTRADICTED_RECENT, _share(_CONTRADICTED, _CHECKED, recent)),
-        _record(CHECKED_BASELINE, f"sum by (job) (increase({_CHECKED}{baseline}))"),
-        _record(CONTRADICTED_BASELINE, _share(_CONTRADICTED, _CHECKED, baseline)),
-        _record(
-            SPIKE_THRESHOLD,
-            f"clamp_min(\n  {spike.factor:g} * {CONTRADICTED_BASELINE}\n"
-            f"  and on (job) {CHECKED_BASELINE} >= {spike.min_baseline_claims},\n"
-            f"  {spike.floor:g}\n)\nor\n{CONTRADICTED_RECENT} * 0 + {spike.floor:g}",
-        ),
-    ]
-
-
-def _percent(share: float) -> str:
-    return f"{share * 100:g}%"
-
-
-def _record(name: str, expr: str) -> dict[str, Any]:
-    return {"record": name, "expr": expr}
 
 
 def _alert(name: str, expr: str, settings: Any, annotations: dict[str, str]) -> dict[str, Any]:
@@ -234,67 +51,6 @@ def _alert(name: str, expr: str, settings: Any, annotations: dict[str, str]) -> 
         "labels": {"severity": settings.severity},
         "annotations": annotations,
     }
-
-
-def _spike_alert(spike: ContradictionSpike) -> dict[str, Any]:
-    baseline_value = (
-        f'{{{{ with printf `{CONTRADICTED_BASELINE}{{job="%s"}}` $labels.job | query }}}}'
-        "{{ . | first | value | humanizePercentage }}{{ else }}unknown{{ end }}"
-    )
-    return _alert(
-        "RefCheckContradictionSpike",
-        f"{CONTRADICTED_RECENT} > on (job) {SPIKE_THRESHOLD}\n"
-        f"and on (job) {CHECKED_RECENT} >= {spike.min_claims}",
-        spike,
-        {
-            "summary": "{{ $labels.job }}: contradicted claims spiked to "
-            "{{ $value | humanizePercentage }}",
-            "description": f"In the last {spike.recent_window}, "
-            "{{ $value | humanizePercentage }} of the claims in {{ $labels.job }}'s answers were "
-            "contradicted by the documents "
-            f"they were written from, against {baseline_value} over the {spike.baseline_window} "
-            f"before (ending {spike.baseline_offset} ago): more than {spike.factor:g}x that and "
-            f"more than {_percent(spike.floor)}, on at least {spike.min_claims} claims. Answers "
-            "are disagreeing with their own sources.",
-            "runbook": "1. Open the RefCheck dashboard for this service: is the spike on one "
-            "model (gen_ai_request_model) or all of them? 2. Look up recent `evaluate refcheck` "
-            "spans with refcheck.response.label=contradiction in your trace back end; their "
-            "gen_ai.evaluation.result events show which claim, which document and (with "
-            "capture_content) the text. 3. Typical causes: a model or prompt rollout (roll "
-            "back), a retriever or index change returning stale or wrong documents (check the "
-            "index build), or an upstream data change. 4. If the checker itself changed (new "
-            "model or threshold), compare against the previous checker before blaming the app. "
-            "5. The alert resolves once the burst has become the baseline; a share that stays "
-            "high is RefCheckHighHallucinationRate's.",
-        },
-    )
-
-
-def _hallucination_alert(rate: HallucinationRate) -> dict[str, Any]:
-    ratio = PROMETHEUS[HALLUCINATION_RATIO]
-    return _alert(
-        "RefCheckHighHallucinationRate",
-        f"(\n  sum by (job) (rate({ratio}_sum[{rate.window}]))\n"
-        f"  / sum by (job) (rate({ratio}_count[{rate.window}]))\n) > {rate.threshold:g}\n"
-        f"and\nsum by (job) (increase({ratio}_count[{rate.window}])) >= {rate.min_answers}",
-        rate,
-        {
-            "summary": "{{ $labels.job }}: {{ $value | humanizePercentage }} of claims are "
-            "unsupported",
-            "description": f"Over the last {rate.window}, on average {{{{ $value | "
-            "humanizePercentage }} of the claims in {{ $labels.job }}'s answers were not "
-            "supported by the retrieved documents (neutral or contradicted), above the "
-            f"{_percent(rate.threshold)} threshold.",
-            "runbook": "1. Check the verdict mix panel: mostly neutral means answers go beyond "
-            "the documents (retrieval recall, prompt not constraining the model to the "
-            "context); mostly contradiction means answers disagree with them (see "
-            "RefCheckContradictionSpike). 2. Sample answers from traces with high "
-            "refcheck.response.hallucination_ratio. 3. Check whether retrieval returns fewer "
-            "or shorter documents than usual (refcheck.reference.count on the spans). 4. Tune "
-            "the threshold per service if its baseline is legitimately higher (open-ended "
-            "chat): `refcheck alert-rules --set hallucination_rate.threshold=...`.",
-        },
-    )
 
 
 def _errors_alert(errors: CheckerErrors) -> dict[str, Any]:
@@ -381,9 +137,8 @@ def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
     same evaluation), then the five alerts."""
     tunables = tunables or AlertTunables()
     rules = [
-        *_spike_rules(tunables.contradiction_spike),
-        _spike_alert(tunables.contradiction_spike),
-        _hallucination_alert(tunables.hallucination_rate),
+        *share_recording_rules(tunables),
+        *(share_alert(share, tunables) for share in SHARES),
         _errors_alert(tunables.checker_errors),
         _dropped_alert(tunables.dropped_evaluations),
         _stalled_alert(tunables.stalled_checker),
@@ -400,7 +155,8 @@ service.name when the metrics come through a collector.
 
 Written by `refcheck alert-rules` (refcheck_callbacks/exporters/alert_rules.py, which explains
 each rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
-rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml` (deploy/prometheus)."""
+rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml`
+(deploy/prometheus; the second is written by the traffic simulator)."""
 
 
 def rules_yaml(tunables: AlertTunables | None = None) -> str:
@@ -413,14 +169,3 @@ def rules_yaml(tunables: AlertTunables | None = None) -> str:
         header = _HEADER
     comment = "\n".join(f"# {line}".rstrip() for line in header.splitlines())
     return f"{comment}\n{yaml_text.dump(alert_rules(tunables))}"
-
-
-def changed_tunables(tunables: AlertTunables) -> dict[str, Any]:
-    """`alert.field` -> value for every tunable that differs from its default."""
-    defaults = AlertTunables()
-    return {
-        f"{alert}.{field}": value
-        for alert in AlertTunables.model_fields
-        for field, value in getattr(tunables, alert).model_dump().items()
-        if getattr(getattr(defaults, alert), field) != value
-    }

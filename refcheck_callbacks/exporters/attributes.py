@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 from opentelemetry.util.types import AttributeValue
 
+from refcheck_callbacks.contract.feedback import ClaimFeedback, Feedback
 from refcheck_callbacks.errors import CheckError, RedactionError
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.support.logs import logger
@@ -180,3 +181,40 @@ class ResultAttributes:
             },
             self.max_content_chars,
         )
+
+
+def _feedback(feedback: Feedback, **attributes: AttributeValue | None) -> Attributes:
+    return exportable(
+        {
+            names.GEN_AI_EVALUATION_NAME: names.FEEDBACK_EVALUATION,
+            names.GEN_AI_RESPONSE_ID: feedback.response_id,
+            names.REQUEST_ID: feedback.request_id,
+            names.CHECKER: feedback.checker,
+            **attributes,
+        }
+    )
+
+
+def feedback_claim(feedback: Feedback, claim: ClaimFeedback) -> Attributes:
+    """A person's label of one claim, beside the checker's: labels and ids, never text."""
+    predicted = names.VERDICT_ERROR if claim.predicted is None else claim.predicted.value
+    return _feedback(
+        feedback,
+        **{
+            names.CLAIM_INDEX: claim.index,
+            names.GEN_AI_EVALUATION_SCORE_LABEL: claim.label.value,
+            names.VERDICT: predicted,
+            names.FEEDBACK_AGREED: claim.agreed,
+        },
+    )
+
+
+def feedback_answer(feedback: Feedback) -> Attributes:
+    """A person's label of the whole answer."""
+    return _feedback(
+        feedback,
+        **{
+            names.GEN_AI_EVALUATION_SCORE_LABEL: feedback.answer and feedback.answer.value,
+            names.FEEDBACK_AGREED: feedback.answer_agreed,
+        },
+    )

@@ -15,8 +15,14 @@ from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
 from opentelemetry.context import Context
 
+from refcheck_callbacks.contract.feedback import Feedback
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.attributes import Attributes, ResultAttributes
+from refcheck_callbacks.exporters.attributes import (
+    Attributes,
+    ResultAttributes,
+    feedback_answer,
+    feedback_claim,
+)
 from refcheck_callbacks.types import CheckResult
 
 
@@ -46,14 +52,26 @@ class EvaluationEvents:
             self._one(self.attributes.claim(result, index), in_span, timestamp)
         self._one(self.attributes.response(result), in_span, timestamp)
 
+    def emit_feedback(self, feedback: Feedback, in_trace: Context, timestamp: int) -> None:
+        """One event per labelled claim, then one for the answer when it was labelled. Log
+        records whatever the mode: the answer's spans ended long before a person's verdict,
+        so there is no span left to add an event to."""
+        for claim in feedback.claims:
+            self._log(feedback_claim(feedback, claim), in_trace, timestamp)
+        if feedback.answer is not None:
+            self._log(feedback_answer(feedback), in_trace, timestamp)
+
+    def _log(self, attributes: Attributes, context: Context, timestamp: int) -> None:
+        self.logger.emit(
+            timestamp=timestamp,
+            context=context,
+            severity_number=SeverityNumber.INFO,
+            attributes=attributes,
+            event_name=names.EVALUATION_EVENT,
+        )
+
     def _one(self, attributes: Attributes, in_span: Context, timestamp: int) -> None:
         if self.mode is not EventMode.SPAN:
-            self.logger.emit(
-                timestamp=timestamp,
-                context=in_span,
-                severity_number=SeverityNumber.INFO,
-                attributes=attributes,
-                event_name=names.EVALUATION_EVENT,
-            )
+            self._log(attributes, in_span, timestamp)
         if self.mode is not EventMode.LOGS:
             trace.get_current_span(in_span).add_event(names.EVALUATION_EVENT, attributes, timestamp)

@@ -76,6 +76,11 @@ class Instruments:
             Tally.ERRORS: meter.create_counter(
                 names.ERRORS, names.UNIT_ERROR, "Failures of refcheck's own code and hooks."
             ),
+            Tally.FEEDBACK_REFUSED: meter.create_counter(
+                names.FEEDBACK_REFUSED,
+                names.UNIT_FEEDBACK,
+                "People's verdicts monitor.feedback could not record, by reason.",
+            ),
         }
         self.llm_tokens = meter.create_counter(
             names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."
@@ -87,6 +92,11 @@ class Instruments:
             names.CASCADE_ESCALATIONS,
             names.UNIT_CLAIM,
             "Claims a cascade stage passed on to the next one, by the stage that passed them.",
+        )
+        self.feedback_claims = meter.create_counter(
+            names.FEEDBACK_CLAIMS,
+            names.UNIT_CLAIM,
+            "Claims a person labelled (monitor.feedback), by whether the checker agreed.",
         )
         self._lock = threading.Lock()
         self._queues: list[weakref.ref[QueueSource]] = []

@@ -27,6 +27,9 @@ CLAIM_EVALUATION: Final = "refcheck.claim"
 RESPONSE_EVALUATION: Final = "refcheck.response"
 """`gen_ai.evaluation.name` of the event for the whole answer; its score is the hallucination
 ratio (0 = every claim entailed), its label the strict aggregate or `abstain`."""
+FEEDBACK_EVALUATION: Final = "refcheck.feedback"
+"""`gen_ai.evaluation.name` of a person's verdict (`monitor.feedback`): one event per labelled
+claim (with `refcheck.claim.index`), or one for the answer; its label is the person's."""
 
 # -- attributes from the GenAI conventions -----------------------------------------------------
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
@@ -75,6 +78,10 @@ VERDICT: Final = "refcheck.verdict"
 VERDICT_ERROR: Final = "error"
 """`refcheck.verdict` of a claim the checker failed on (a verdict with no label)."""
 REASON: Final = "refcheck.reason"
+FEEDBACK_LABEL: Final = "refcheck.feedback.label"
+"""A person's label: entailment, neutral or contradiction; supported or unsupported."""
+FEEDBACK_AGREED: Final = "refcheck.feedback.agreed"
+"""Whether the checker's verdict agrees with the person's label (`true` / `false`)."""
 
 # -- our attributes: content, only with capture_content=True ----------------------------------
 QUESTION: Final = "refcheck.question"
@@ -105,6 +112,9 @@ ERRORS: Final = "refcheck.errors"
 LLM_TOKENS: Final = "refcheck.llm.tokens"
 LLM_COST: Final = "refcheck.llm.cost"
 CASCADE_ESCALATIONS: Final = "refcheck.cascade.escalations"
+FEEDBACK_CLAIMS: Final = "refcheck.feedback.claims"
+"""Claims a person labelled, by the checker's verdict, the person's label and agreement."""
+FEEDBACK_REFUSED: Final = "refcheck.feedback.refused"
 
 # -- the checker service (`refcheck serve`): Ray Serve metrics --------------------------------
 SERVE_BATCH_INPUTS: Final = "refcheck_serve_batch_inputs"
@@ -121,6 +131,7 @@ UNIT_REQUEST: Final = "{request}"
 UNIT_ERROR: Final = "{error}"
 UNIT_TOKEN: Final = "{token}"
 UNIT_USD: Final = "{USD}"
+UNIT_FEEDBACK: Final = "{feedback}"
 UNIT_RATIO: Final = "1"
 UNIT_SECONDS: Final = "s"
 
@@ -138,6 +149,8 @@ PROMETHEUS: Final[dict[str, str]] = {
     LLM_TOKENS: "refcheck_llm_tokens_total",
     LLM_COST: "refcheck_llm_cost_total",
     CASCADE_ESCALATIONS: "refcheck_cascade_escalations_total",
+    FEEDBACK_CLAIMS: "refcheck_feedback_claims_total",
+    FEEDBACK_REFUSED: "refcheck_feedback_refused_total",
 }
 """How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
 metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and

@@ -18,6 +18,7 @@ All names come from `refcheck_callbacks.exporters.names`.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -38,6 +39,7 @@ from opentelemetry.trace import (
 )
 
 from refcheck_callbacks.contract.components import Exporter
+from refcheck_callbacks.contract.feedback import Feedback
 from refcheck_callbacks.contract.reasons import Tally
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.attributes import ResultAttributes, clip_value, exportable
@@ -154,6 +156,24 @@ class OpenTelemetryExporter(Exporter):
             self._record_metrics(result, in_span)
         finally:
             span.end(end_time=_ns(max(result.finished_at, result.request.submitted_at)))
+
+    def feedback(self, feedback: Feedback) -> None:
+        """A person's verdict: `refcheck.feedback` events in the answer's trace, and the
+        labelled claims counted by agreement (a claim the checker failed on is not)."""
+        with suppressed_instrumentation():
+            parent, _ = _parent_context(feedback.trace_context)
+            self._events.emit_feedback(feedback, parent, time.time_ns())
+            checker = exportable({names.CHECKER: feedback.checker})
+            for claim in feedback.claims:
+                if claim.agreed is None or claim.predicted is None:
+                    continue
+                attributes = {
+                    **checker,
+                    names.VERDICT: claim.predicted.value,
+                    names.FEEDBACK_LABEL: claim.label.value,
+                    names.FEEDBACK_AGREED: str(claim.agreed).lower(),
+                }
+                self._instruments.feedback_claims.add(1, attributes, parent)
 
     def record(self, tally: Tally, reason: str, count: int = 1) -> None:
         with suppressed_instrumentation():

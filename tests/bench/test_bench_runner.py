@@ -94,6 +94,10 @@ def test_three_way_binary_and_response_scores_by_hand() -> None:
     assert binary.balanced_accuracy == pytest.approx((1.0 + 2 / 3) / 2)
     assert sum(binary.histogram_supported) == 2
     assert sum(binary.histogram_unsupported) == 3
+    assert binary.predicted_labels == {
+        "supported": {"entailment": 2, "neutral": 0, "contradiction": 0},
+        "unsupported": {"entailment": 1, "neutral": 1, "contradiction": 1},
+    }
 
     # r1: gold 1/2 unsupported, predicted 0/2; r2: 1/2 vs 1/2; r3 has one checked claim only.
     response = scores.response_level

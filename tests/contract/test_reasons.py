@@ -15,6 +15,7 @@ from refcheck_callbacks.contract.reasons import (
     LOST_REASONS,
     DropReason,
     ErrorReason,
+    FeedbackReason,
     SkipReason,
     Tally,
     reason_label,
@@ -24,7 +25,7 @@ from refcheck_callbacks.exporters import names
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 SHIPPED = {
-    Tally: {"dropped", "skipped", "errors", "failed"},
+    Tally: {"dropped", "skipped", "errors", "failed", "feedback_refused"},
     SkipReason: {
         "sampled_out", "no_references", "no_answer", "unpaired", "run_error", "run_cancelled",
         "answer_incomplete", "run_expired", "query_error", "stream_incomplete", "stream_error",
@@ -34,7 +35,11 @@ SHIPPED = {
         "queue_full", "shutdown", "run_overflow", "shutdown_timeout", "exit", "signal",
         "worker_crash",
     },
-    ErrorReason: {"submit", "exporter", "on_result", "langchain_callback", "llamaindex_callback"},
+    ErrorReason: {
+        "submit", "exporter", "on_result", "langchain_callback", "llamaindex_callback",
+        "feedback",
+    },
+    FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
 }  # fmt: skip
 """The values counted before the vocabulary became enums (as strings across the package)."""
 

@@ -1,12 +1,15 @@
 """A RAG-app stand-in for the end-to-end tests: a real RefCheckMonitor, scraped by Prometheus.
 
-Run as `python refcheck_metrics_app.py PORT`. It sets up OpenTelemetry metrics with the
-Prometheus exporter on 127.0.0.1:PORT, builds monitors with the default exporter wiring, then
-reads one JSON command per stdin line and answers each with one JSON line of running totals:
+Run as `python refcheck_metrics_app.py PORT FEEDBACK_FILE`. It sets up OpenTelemetry metrics
+with the Prometheus exporter on 127.0.0.1:PORT, builds monitors with the default exporter wiring
+(the first writes people's feedback to FEEDBACK_FILE), then reads one JSON command per stdin line
+and answers each with one JSON line of running totals:
 
     {"answers": 40, "contradiction_share": 0.05}   submit 40 two-claim answers and wait for them
     {"skip": 3, "burst": 20, "hook_errors": 2}     make skips, drops and hook errors happen
     {"cascade": 10}                                 10 answers through a two-stage cascade
+    {"feedback": 10}                                a person finds the last 10 answers supported
+                                                    (and gives feedback on an unknown answer)
 
 The checker is scripted: it labels a claim by a word the app wrote into it, so the test decides
 exactly how many contradictions the monitor sees.
@@ -90,8 +93,14 @@ class Totals:
         self.responses: Counter[str] = Counter()
         self.usage = Usage()
         self.escalations: Counter[str] = Counter()
+        self.verdicts: dict[str, list[Label | None]] = {}
+        """The checker's labels by response id: what feedback is compared with."""
+        self.agreed: Counter[str] = Counter()
+        """Labelled claims by whether the checker agreed (`true` / `false`)."""
 
     def __call__(self, result: CheckResult) -> None:
+        if result.request.response_id is not None:
+            self.verdicts[result.request.response_id] = [v.label for v in result.verdicts]
         for verdict in result.verdicts:
             self.claims["error" if verdict.label is None else verdict.label.value] += 1
             self.escalations.update(step.stage for step in verdict.stages[:-1])
@@ -124,7 +133,7 @@ def _answer(index: int, contradiction_share: float, rng: random.Random) -> str:
     )
 
 
-def main(port: int) -> None:
+def main(port: int, feedback_file: str) -> None:
     reader = PrometheusMetricReader()
     resource = Resource.create({"service.name": "refcheck-e2e"})
     metrics.set_meter_provider(MeterProvider([reader], resource=resource))
@@ -132,7 +141,12 @@ def main(port: int) -> None:
 
     totals = Totals()
     checker = ScriptedChecker()
-    monitor = RefCheckMonitor(checker=checker, on_result=[totals, HookThatFails()], max_wait=0.01)
+    monitor = RefCheckMonitor(
+        checker=checker,
+        on_result=[totals, HookThatFails()],
+        max_wait=0.01,
+        feedback_file=feedback_file,
+    )
     sampled_out = RefCheckMonitor(checker=checker, sample_rate=0.0)
     tiny = RefCheckMonitor(checker=checker, on_result=[totals], max_queue=1, max_wait=0.2)
     cascade = RefCheckMonitor(
@@ -149,6 +163,7 @@ def main(port: int) -> None:
                 answer=_answer(submitted, command.get("contradiction_share", 0.0), rng),
                 references=["The record lists every fact."],
                 model=MODELS[submitted % len(MODELS)],
+                response_id=f"answer-{submitted}",
                 trace_context=None,
             )
             submitted += 1
@@ -173,6 +188,14 @@ def main(port: int) -> None:
             )
         for m in (monitor, tiny, cascade):
             m.flush(30)
+        if command.get("feedback"):
+            for number in range(submitted - command["feedback"], submitted):
+                if monitor.feedback(f"answer-{number}", True):
+                    labels = totals.verdicts[f"answer-{number}"]
+                    totals.agreed.update(
+                        str(label is Label.ENTAILMENT).lower() for label in labels if label
+                    )
+            assert not monitor.feedback("never-checked", True)
         stats = {
             t.value: monitor.stats.get(t) + sampled_out.stats.get(t) + tiny.stats.get(t)
             for t in Tally
@@ -185,6 +208,7 @@ def main(port: int) -> None:
                     "stats": stats,
                     "usage": totals.usage.model_dump(),
                     "escalations": totals.escalations,
+                    "agreed": totals.agreed,
                 }
             ),
             flush=True,
@@ -194,4 +218,4 @@ def main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2])

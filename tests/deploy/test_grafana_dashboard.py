@@ -13,6 +13,7 @@ from typing import Any
 
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.alert_rules import RECORDED
+from refcheck_callbacks.exporters.share_rules import BASELINE_READY, SHARES
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "refcheck-dashboard.json"
 _METRIC = r"(?<![\w:])(?:job:)?refcheck_[a-z_:]+(?=[{[])"
@@ -49,11 +50,16 @@ def test_every_query_uses_the_variables_and_exported_or_recorded_metrics() -> No
         assert expr.count('job=~"$service"') == len(re.findall(_METRIC + r"\{", expr))
 
 
-def test_the_spike_alerts_recordings_are_plotted() -> None:
-    exprs = " ".join(t["expr"] for t in _targets(_dashboard()))
-    for recorded in RECORDED:
-        if "ratio" in recorded or "threshold" in recorded:
+def test_what_the_share_alerts_compare_and_the_onboarding_state_are_plotted() -> None:
+    dashboard = _dashboard()
+    exprs = " ".join(t["expr"] for t in _targets(dashboard))
+    for share in SHARES:
+        compared = (share.ratio("slow"), share.lower_bound("fast"), share.lower_bound("slow"))
+        for recorded in (*compared, share.upper_bound):
             assert f'{recorded}{{job=~"$service"}}' in exprs, recorded
+    [state] = [p for p in dashboard["panels"] if BASELINE_READY in p["targets"][0]["expr"]]
+    [mapping] = state["fieldConfig"]["defaults"]["mappings"]
+    assert {v["text"] for v in mapping["options"].values()} == {"onboarding", "baseline ready"}
 
 
 def test_panels_cover_what_an_operator_needs() -> None:
@@ -73,3 +79,16 @@ def test_panels_cover_what_an_operator_needs() -> None:
     assert "gen_ai_request_model" in exprs  # rates by model, not only by service
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def test_the_feedback_agreement_rate_is_plotted() -> None:
+    feedback = [
+        t["expr"]
+        for t in _targets(_dashboard())
+        if names.PROMETHEUS[names.FEEDBACK_CLAIMS] in t["expr"]
+    ]
+    agreed = f'{names.FEEDBACK_AGREED.replace(".", "_")}="true"'
+    [rate] = [expr for expr in feedback if agreed in expr]
+    numerator, denominator = rate.split(" / ")
+    assert agreed in numerator and "agreed" not in denominator
+    assert any(names.FEEDBACK_LABEL.replace(".", "_") in expr for expr in feedback)

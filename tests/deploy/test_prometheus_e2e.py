@@ -24,14 +24,13 @@ from typing import Any
 
 import pytest
 import yaml
+from feedback_records import calibrate_records
 
 from refcheck_callbacks.cli.alert_rules import parse_settings
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.alert_rules import (
-    CONTRADICTED_BASELINE,
-    duration_seconds,
-    rules_yaml,
-)
+from refcheck_callbacks.exporters.alert_rules import rules_yaml
+from refcheck_callbacks.exporters.alert_tunables import duration_seconds
+from refcheck_callbacks.exporters.share_rules import BASELINE_READY, CONTRADICTION
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "refcheck-dashboard.json"
@@ -39,20 +38,20 @@ APP = Path(__file__).with_name("refcheck_metrics_app.py")
 JOB = "rag-app"
 E2E_TUNABLES = parse_settings(
     [
-        "contradiction_spike.recent_window=20s",
-        "contradiction_spike.baseline_window=5m",
-        "contradiction_spike.pending_for=10s",
-        *(f"{alert}.window=10s" for alert in ("hallucination_rate", "checker_errors")),
+        "share_test.fast_window=10s",
+        "share_test.slow_window=20s",
+        "share_test.baseline_window=5m",
+        "share_test.min_baseline_claims=200",
+        *(f"{alert}.pending_for=5s" for alert in ("contradiction_rise", "hallucination_rise")),
+        "checker_errors.window=10s",
         *(f"{alert}.window=6s" for alert in ("dropped_evaluations", "stalled_checker")),
         *(
             f"{alert}.pending_for=2s"
-            for alert in (
-                "hallucination_rate", "checker_errors", "dropped_evaluations", "stalled_checker"
-            )
+            for alert in ("checker_errors", "dropped_evaluations", "stalled_checker")
         ),
     ]
 )  # fmt: skip
-SPIKE = E2E_TUNABLES.contradiction_spike
+RISE = E2E_TUNABLES.contradiction_rise
 DASHBOARD_VARIABLES = {"$service": JOB, "$__rate_interval": "2m", "$__range": "5m"}
 
 pytestmark = pytest.mark.slow
@@ -122,10 +121,15 @@ class Prometheus:
 
 
 @pytest.fixture
-def app() -> Iterator[App]:
+def feedback_file(tmp_path: Path) -> Path:
+    return tmp_path / "feedback.jsonl"
+
+
+@pytest.fixture
+def app(feedback_file: Path) -> Iterator[App]:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(APP), str(port)],
+        [sys.executable, str(APP), str(port), str(feedback_file)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -207,30 +211,35 @@ def _burst_until_firing(app: App, prometheus: Prometheus, alert: str) -> dict[st
     pytest.fail(f"{alert} did not fire within 60 s of burst")
 
 
-def test_the_issues_burst_fires_the_spike_alert_and_every_dashboard_query_returns_data(
-    app: App, prometheus: Prometheus
+def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns_data(
+    app: App, prometheus: Prometheus, feedback_file: Path
 ) -> None:
-    # The issue's shape: about 1,200 claims at 2% contradicted, a quiet spell longer than the
-    # recent window, then a burst at 49%.
+    # The issue's shape: about 1,200 claims at 2% contradicted, a quiet spell that moves them
+    # into the baseline (which ends slow window + for ago), then a burst at 49%.
     _stream(app, chunks=20, answers=30, contradiction_share=0.02)
-    time.sleep(duration_seconds(SPIKE.recent_window) + 5)
-    assert prometheus.active("RefCheckContradictionSpike") == [], "fired on a normal stream"
+    app.send(feedback=20)  # people's verdicts, before and after the burst
+    time.sleep(duration_seconds(E2E_TUNABLES.baseline_offset) + 5)
+    assert prometheus.active(CONTRADICTION.alert) == [], "fired on a normal stream"
+    assert prometheus.by("job", BASELINE_READY) == {JOB: 1.0}  # onboarded: 1,200 claims
 
     started = time.monotonic()
-    alert = _burst_until_firing(app, prometheus, "RefCheckContradictionSpike")
+    alert = _burst_until_firing(app, prometheus, CONTRADICTION.alert)
     took = time.monotonic() - started
-    # Pending as soon as a scrape or two hold the burst's minimum claims, firing `for` later.
-    bound = duration_seconds(SPIKE.pending_for) + duration_seconds(SPIKE.recent_window)
+    # Pending as soon as a scrape or two hold the fast window's minimum claims, firing `for`
+    # later.
+    bound = duration_seconds(RISE.pending_for) + duration_seconds(
+        E2E_TUNABLES.share_test.fast_window
+    )
     assert took <= bound, f"fired {took:.1f}s after the burst began, later than {bound:g}s"
-    print(f"\nspike alert firing {took:.1f}s after the burst began (for: {SPIKE.pending_for})")
+    print(f"\nrise alert firing {took:.1f}s after the burst began (for: {RISE.pending_for})")
     assert alert["labels"]["job"] == JOB
     assert alert["labels"]["severity"] == "page"
     assert 0.3 < float(alert["value"]) < 0.7
-    baseline = prometheus.by("job", f'{CONTRADICTED_BASELINE}{{job="{JOB}"}}')
+    baseline = prometheus.by("job", f'{CONTRADICTION.ratio("baseline")}{{job="{JOB}"}}')
     assert 0.0 < baseline[JOB] < 0.06  # the 2% stream, not the burst
     assert "unknown" not in alert["annotations"]["description"]
 
-    totals = app.send(skip=3, burst=20, hook_errors=2, cascade=30)
+    totals = app.send(skip=3, burst=20, hook_errors=2, cascade=30, feedback=20)
     selector = f'{{job="{JOB}"}}'
     claims_by_verdict = f"sum by (refcheck_verdict) (refcheck_claims_total{selector})"
     expected_claims = {k: float(v) for k, v in totals["claims"].items()}
@@ -243,6 +252,19 @@ def test_the_issues_burst_fires_the_spike_alert_and_every_dashboard_query_return
         "a scrape after the last result",
     )
     assert {"entailment", "contradiction", "neutral", "error"} <= set(claims)
+    agreement = f"sum by (refcheck_feedback_agreed) (refcheck_feedback_claims_total{selector})"
+    expected_agreement = {agreed: float(count) for agreed, count in totals["agreed"].items()}
+    _wait_until(
+        lambda: prometheus.by("refcheck_feedback_agreed", agreement) == expected_agreement,
+        30,
+        "a scrape after the last feedback",
+    )
+    assert set(totals["agreed"]) == {"true", "false"}  # unverified and contradicted claims disagree
+    assert prometheus.by(
+        "refcheck_reason", f"sum by (refcheck_reason) (refcheck_feedback_refused_total{selector})"
+    ) == {"unknown_response": 2.0}
+    records = calibrate_records(feedback_file)
+    assert len(records) == 40 and {r["labels"][0] for r in records} == {True}
     responses = prometheus.by(
         "refcheck_outcome", f"sum by (refcheck_outcome) (refcheck_responses_total{selector})"
     )

@@ -1,5 +1,6 @@
 """The shipped alert rules: generated from the default tunables, valid for promtool, unit-tested
-by promtool on series shaped like real traffic, on our metric names."""
+by promtool on hand-made series shaped like real traffic and on simulated traffic (the
+simulator's tests are its output, kept up to date like the rules), on our metric names."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from refcheck_callbacks.alert_sim.rule_tests import rule_tests_yaml
 from refcheck_callbacks.cli.main import main
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.alert_rules import RECORDED, alert_rules, rules_yaml
@@ -19,9 +21,10 @@ from refcheck_callbacks.exporters.alert_rules import RECORDED, alert_rules, rule
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = PROMETHEUS_DIR / "refcheck-alerts.yml"
 RULE_TESTS = PROMETHEUS_DIR / "refcheck-alerts.test.yml"
+SIMULATED_TESTS = PROMETHEUS_DIR / "refcheck-alerts.sim.test.yml"
 ALERTS = {
-    "RefCheckContradictionSpike",
-    "RefCheckHighHallucinationRate",
+    "RefCheckContradictionRise",
+    "RefCheckHallucinationRise",
     "RefCheckCheckerErrors",
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
@@ -52,10 +55,34 @@ def test_promtool_check_rules_passes() -> None:
     assert f"SUCCESS: {len(ALERTS) + len(RECORDED)} rules found" in checked.stdout
 
 
-def test_promtool_unit_tests_pass() -> None:
-    tested = _promtool("test", "rules", RULE_TESTS.name)
+def test_the_simulated_tests_are_the_simulators_output() -> None:
+    assert SIMULATED_TESTS.read_text() == rule_tests_yaml(), (
+        "regenerate: refcheck alert-rules --promtool-tests "
+        "deploy/prometheus/refcheck-alerts.sim.test.yml"
+    )
+
+
+@pytest.mark.parametrize("tests", [RULE_TESTS, SIMULATED_TESTS], ids=lambda p: p.name)
+def test_promtool_unit_tests_pass(tests: Path) -> None:
+    tested = _promtool("test", "rules", tests.name)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout
+
+
+def test_the_simulated_tests_cover_every_volume_quiet_and_firing() -> None:
+    groups = yaml.safe_load(SIMULATED_TESTS.read_text())["tests"]
+    names = " ".join(str(group["name"]) for group in groups)
+    for volume in ("5 claims", "20 claims", "100 claims"):
+        assert volume in names, volume
+    fired = [
+        case["exp_samples"]
+        for group in groups
+        for case in group["promql_expr_test"]
+        if case["expr"].startswith("ALERTS{") and case["exp_samples"]
+    ]
+    alerts = {re.findall(r'alertname="(\w+)"', s["labels"])[0] for case in fired for s in case}
+    assert alerts and alerts <= ALERTS
+    assert "no alert within 3 hours" in names  # a shift the checker barely separates
 
 
 def _tests() -> list[dict[str, Any]]:
@@ -82,10 +109,19 @@ def test_every_alert_is_unit_tested_firing_and_quiet_on_real_traffic_shapes() ->
     assert any(v.startswith("_x") for v in values)
 
 
-def test_the_spike_tests_cover_the_issues_burst_a_drift_restarts_and_late_traffic() -> None:
-    spike = " ".join(str(t["name"]) for t in _tests() if "contradiction spike" in str(t["name"]))
-    for shape in ("the issue's shape", "slow drift", "restart", "after the first scrape"):
-        assert shape in spike, shape
+def test_the_share_tests_cover_the_issues_burst_onboarding_restarts_late_traffic_and_drift() -> (
+    None
+):
+    share = " ".join(str(t["name"]) for t in _tests() if "share alerts" in str(t["name"]))
+    for shape in (
+        "the issue's burst",
+        "onboarding",
+        "restarts",
+        "after the first scrape",
+        "slow drift",
+        "whatever the baseline",
+    ):
+        assert shape in share, shape
 
 
 def test_rules_use_only_exported_metric_names_and_carry_runbooks() -> None:
@@ -110,18 +146,21 @@ def test_tuned_rules_are_written_by_the_cli_and_pass_promtool(
     status = main(
         [
             "alert-rules",
-            "--set", "contradiction_spike.recent_window=30s",
-            "--set", "contradiction_spike.pending_for=15s",
-            "--set", "contradiction_spike.floor=0.25",
+            "--set", "share_test.slow_window=30m",
+            "--set", "hallucination_rise.pending_for=15s",
+            "--set", "share_test.z=4",
+            "--set", "contradiction_rise.slow_min_effect=0.03",
             "--set", "stalled_checker.severity=critical",
             "--output", str(output),
         ]
     )  # fmt: skip
     assert status == 0
     text = output.read_text()
-    assert "#   contradiction_spike.floor=0.25" in text
-    assert "[30s]" in text and "offset 45s" in text and "for: 15s" in text
-    assert "+ 0.25" in text and "severity: critical" in text
+    assert "#   share_test.z=4.0" in text
+    # The baseline ends the slow window plus the longest `for` (2m, not 15s) ago.
+    assert "[30m]" in text and "[1d] offset 32m" in text and "for: 15s" in text
+    assert "- 4.0 * sqrt(" in text and "/ (1 + 16.0 /" in text and "> 0.03" in text
+    assert "severity: critical" in text
     checked = _promtool("check", "rules", str(output), cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     capsys.readouterr()
@@ -130,9 +169,10 @@ def test_tuned_rules_are_written_by_the_cli_and_pass_promtool(
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("contradiction_spike.floor=1.5", "contradiction_spike.floor"),
-        ("contradiction_spike.recent_window=ten", "not a Prometheus duration"),
-        ("contradiction_spike.baseline_window=5m", "longer than recent_window"),
+        ("contradiction_rise.slow_min_effect=1.5", "contradiction_rise.slow_min_effect"),
+        ("share_test.fast_window=ten", "not a Prometheus duration"),
+        ("share_test.baseline_window=30m", "windows must grow"),
+        ("share_test.z=0", "share_test.z"),
         ("spike.floor=0.2", "spike"),
         ("floor", "ALERT.FIELD=VALUE"),
     ],

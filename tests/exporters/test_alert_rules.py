@@ -1,4 +1,5 @@
-"""The alert-rules generator: durations, tunables, and the baseline that excludes the burst.
+"""The alert-rules generator: durations, tunables, and the baseline that ends before the windows
+it is compared with.
 
 promtool and a real Prometheus check the generated rules' behaviour in tests/deploy; these check
 the generator's own arithmetic and validation.
@@ -9,13 +10,21 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from refcheck_callbacks.exporters.alert_rules import (
+from refcheck_callbacks.exporters.alert_rules import alert_rules
+from refcheck_callbacks.exporters.alert_tunables import (
     AlertTunables,
-    ContradictionSpike,
-    alert_rules,
+    ShareRise,
+    ShareTest,
     changed_tunables,
     duration_seconds,
     format_duration,
+)
+from refcheck_callbacks.exporters.share_rules import (
+    BY_VERDICT,
+    CONTRADICTION,
+    HALLUCINATION,
+    number,
+    wilson_terms,
 )
 
 
@@ -34,34 +43,76 @@ def test_malformed_durations_are_refused(text: str) -> None:
         duration_seconds(text)
 
 
-def test_the_baseline_ends_before_a_burst_that_fires_could_start() -> None:
-    spike = ContradictionSpike(recent_window="10m", pending_for="5m")
-    assert spike.baseline_offset == "15m"
-    rules = {r.get("record", r.get("alert")): r for r in alert_rules()["groups"][0]["rules"]}
-    baseline = rules["job:refcheck_claims_contradicted:ratio_baseline"]["expr"]
-    assert baseline.count("[6h] offset 15m") == 3
-    assert "[10m]" not in baseline
+def _rules(tunables: AlertTunables | None = None) -> dict[str, dict[str, object]]:
+    return {r.get("record", r.get("alert")): r for r in alert_rules(tunables)["groups"][0]["rules"]}
+
+
+def test_the_baseline_ends_before_the_slow_window_and_the_longest_for() -> None:
+    tunables = AlertTunables.model_validate(
+        {"share_test": {"slow_window": "30m"}, "hallucination_rise": {"pending_for": "7m"}}
+    )
+    assert tunables.baseline_offset == "37m"
+    rules = _rules(tunables)
+    assert rules[BY_VERDICT["baseline"]]["expr"] == (
+        "sum by (job, refcheck_verdict) (increase(refcheck_claims_total[1d] offset 37m))"
+    )
+    assert "[30m]" in str(rules[BY_VERDICT["slow"]]["expr"])
+
+
+def test_the_bounds_are_wilson_bounds_with_the_tunable_z() -> None:
+    assert wilson_terms(3.5) == (6.125, 3.0625, 12.25)
+    rules = _rules(AlertTunables.model_validate({"share_test": {"z": 2}}))
+    lower = str(rules[CONTRADICTION.lower_bound("slow")]["expr"])
+    upper = str(rules[HALLUCINATION.upper_bound]["expr"])
+    assert "+ 2.0 / job:refcheck_claims_checked:increase_slow" in lower
+    assert "- 2.0 * sqrt(" in lower and "+ 2.0 * sqrt(" in upper
+    assert "/ (1 + 4.0 / job:refcheck_claims_checked:increase_baseline)" in upper
+    # Onboarding: no baseline bound until the baseline window holds enough claims.
+    assert upper.endswith("job:refcheck_claims_checked:increase_baseline >= 1000")
+
+
+def test_each_share_alert_pages_on_either_window_with_its_own_minimum_effect() -> None:
+    tunables = AlertTunables.model_validate(
+        {"contradiction_rise": {"fast_min_effect": 0.2, "slow_min_effect": 0.03}}
+    )
+    expr = str(_rules(tunables)[CONTRADICTION.alert]["expr"])
+    fast, slow = expr.split("\nor\n")
+    assert "lower_bound_fast - on (job)" in fast and "> 0.2\n" in fast and ">= 30" in fast
+    assert "lower_bound_slow - on (job)" in slow and "> 0.03\n" in slow and ">= 200" in slow
+    assert "> 0.1\n" in str(_rules(tunables)[HALLUCINATION.alert]["expr"])
+
+
+def test_constants_are_written_as_the_floats_the_replay_uses() -> None:
+    for value in (0.1, 1 / 3, 3.3 * 3.3 / 2, 12.25):
+        assert float(number(value)) == value
+    assert number(30) == "30"
 
 
 @pytest.mark.parametrize(
     "settings",
     [
-        {"floor": 1.5},
-        {"factor": 0.5},
-        {"min_claims": 0},
-        {"recent_window": "0s"},
-        {"recent_window": "1h", "baseline_window": "30m"},
+        {"fast_window": "1h", "slow_window": "30m"},
+        {"slow_window": "2d"},
+        {"z": 0},
+        {"fast_min_claims": 0},
+        {"fast_window": "0s"},
         {"unknown": 1},
     ],
 )
-def test_tunables_that_make_no_sense_are_refused(settings: dict[str, object]) -> None:
+def test_share_tests_that_make_no_sense_are_refused(settings: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
-        ContradictionSpike.model_validate(settings)
+        ShareTest.model_validate(settings)
+
+
+@pytest.mark.parametrize("settings", [{"slow_min_effect": 1.5}, {"fast_min_effect": -0.1}])
+def test_effects_are_shares(settings: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        ShareRise.model_validate(settings)
 
 
 def test_changed_tunables_name_only_what_differs() -> None:
     tunables = AlertTunables.model_validate(
-        {"contradiction_spike": {"floor": 0.2}, "stalled_checker": {"window": "10m"}}
+        {"share_test": {"z": 4.0}, "stalled_checker": {"window": "10m"}}
     )
-    assert changed_tunables(tunables) == {"contradiction_spike.floor": 0.2}
+    assert changed_tunables(tunables) == {"share_test.z": 4.0}
     assert changed_tunables(AlertTunables()) == {}

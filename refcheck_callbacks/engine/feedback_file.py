@@ -1,0 +1,97 @@
+"""The labelled file `monitor.feedback` appends to: RefChecker's format, as `refcheck calibrate`
+reads it.
+
+JSON Lines, one labelled answer a line:
+
+    {"response_id": "...", "request_id": "...", "question": "..." or null, "response": "...",
+     "references": [{"id": "..." or null, "text": "..."}, ...],
+     "claims": ["claim text", ...],
+     "labels": [one per claim: "Entailment" | "Neutral" | "Contradiction", true / false
+                (supported), or null for a claim the person did not label],
+     "checker": "the checker's name", "predicted": [the checker's label per claim, null where
+     it failed], "answer_label": the label given to the whole answer or null,
+     "labelled_at": "ISO 8601 UTC"}
+
+The text is the checked result's, which the monitor's `redact` hook produced before anything
+was checked (in every placement); an answer whose hook raised has no text and no claims, and
+takes no feedback (fail closed). Writing the file is the opt-in to keep that text: nothing is
+written without `RefCheckMonitor(feedback_file=...)`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from refcheck_callbacks.contract.feedback import Feedback, FeedbackLabel
+from refcheck_callbacks.types import CheckResult, Label
+
+_BOOLEAN = {FeedbackLabel.SUPPORTED: True, FeedbackLabel.UNSUPPORTED: False}
+
+
+def _written(label: FeedbackLabel | Label | None) -> str | bool | None:
+    """RefChecker's spelling: "Entailment"; true / false for a boolean label."""
+    if label is None:
+        return None
+    if label in _BOOLEAN:
+        return _BOOLEAN[FeedbackLabel(label)]
+    return label.value.capitalize()
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerText:
+    """What a feedback record needs of a result's text (kept only when a file is written)."""
+
+    question: str | None
+    response: str
+    references: tuple[tuple[str | None, str], ...]
+    claims: tuple[str, ...]
+
+    @classmethod
+    def of(cls, result: CheckResult) -> AnswerText:
+        request = result.request
+        return cls(
+            question=request.question,
+            response=request.answer,
+            references=tuple((ref.id, ref.text) for ref in request.references),
+            claims=tuple(claim.text for claim in result.claims),
+        )
+
+
+def feedback_record(
+    feedback: Feedback, text: AnswerText, predicted: tuple[Label | None, ...]
+) -> dict[str, object]:
+    """One line of the file (module docstring)."""
+    labels: list[str | bool | None] = [None] * len(text.claims)
+    for claim in feedback.claims:
+        labels[claim.index] = _written(claim.label)
+    return {
+        "response_id": feedback.response_id,
+        "request_id": feedback.request_id,
+        "question": text.question,
+        "response": text.response,
+        "references": [{"id": ref_id, "text": body} for ref_id, body in text.references],
+        "claims": list(text.claims),
+        "labels": labels,
+        "checker": feedback.checker,
+        "predicted": [_written(label) for label in predicted],
+        "answer_label": _written(feedback.answer),
+        "labelled_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+class FeedbackFile:
+    """Appends records to one file, a whole line at a time (one writer at a time)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, object]) -> None:
+        """OSError when the file cannot be written."""
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as file:
+            file.write(line)

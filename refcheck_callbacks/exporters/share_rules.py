@@ -1,0 +1,251 @@
+"""The share alerts: a service's contradicted (or unsupported) share of claims against its own
+baseline, with a significance test on counts, in two windows.
+
+Why this shape (issue 30): every app has its own normal rate (the default checker contradicts
+22-67% of fully supported claims on some domains, 2% on others), so a fixed floor pages some
+services all day and misses real shifts in others. These rules page when the recent share is
+*significantly* above the service's own baseline:
+
+    lower Wilson bound of the recent share - upper Wilson bound of the baseline share > effect
+
+- Bounds come from counts (claims with a verdict, and those contradicted or not supported), so
+  a quiet service needs a larger rise than a busy one before it pages: noise alone does not.
+- Two recent windows, as in burn-rate alerting: the fast one (10 m) catches a burst with a large
+  minimum effect, the slow one (1 h) a sustained shift with a small one.
+- The baseline (1 d) ends `slow_window + pending_for` ago: a shift is never in the baseline it
+  is compared with before its alert has had time to fire.
+- Onboarding: until the baseline window holds `min_baseline_claims` claims a service has no
+  baseline bound, the alerts cannot fire, and `BASELINE_READY` says so (0) for the dashboard.
+- A verdict with no series yet (no contradiction so far) counts as zero claims, not as no data.
+
+`alert_sim.replay` evaluates the same arithmetic with numpy; the simulator checks that it agrees
+with promtool on the same series, sample for sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from refcheck_callbacks.exporters.alert_tunables import AlertTunables, ShareRise, ShareTest
+from refcheck_callbacks.exporters.names import CLAIMS, PROMETHEUS
+
+_CLAIMS = PROMETHEUS[CLAIMS]
+WINDOWS = ("fast", "slow", "baseline")
+
+# Recording rules (`level:metric:operation`), in evaluation order.
+BY_VERDICT = {w: f"job_refcheck_verdict:refcheck_claims:increase_{w}" for w in WINDOWS}
+"""Claims per verdict in each window: the only rules that read the raw counter."""
+CHECKED = {w: f"job:refcheck_claims_checked:increase_{w}" for w in WINDOWS}
+"""Claims with a verdict (not `error`) in each window."""
+BASELINE_READY = "job:refcheck_claims_checked:baseline_ready"
+"""1 once the baseline window holds enough claims, 0 while the service is onboarding."""
+
+
+@dataclass(frozen=True)
+class Share:
+    """One share of claims that can rise: which verdicts count, and its recordings."""
+
+    key: str
+    """The tunables' section: `contradiction_rise` or `hallucination_rise`."""
+    alert: str
+    metric: str
+    """The recordings' metric part: `refcheck_claims_<metric>`."""
+    verdicts: str
+    """A `refcheck_verdict` matcher: the verdicts whose claims make up the share."""
+    subject: str
+    """What the share is, in the alert's text."""
+
+    def ratio(self, window: str) -> str:
+        return f"job:refcheck_claims_{self.metric}:ratio_{window}"
+
+    def lower_bound(self, window: str) -> str:
+        return f"job:refcheck_claims_{self.metric}:lower_bound_{window}"
+
+    @property
+    def upper_bound(self) -> str:
+        return f"job:refcheck_claims_{self.metric}:upper_bound_baseline"
+
+
+CONTRADICTION = Share(
+    "contradiction_rise",
+    "RefCheckContradictionRise",
+    "contradicted",
+    'refcheck_verdict="contradiction"',
+    "contradicted by the documents they were written from",
+)
+HALLUCINATION = Share(
+    "hallucination_rise",
+    "RefCheckHallucinationRise",
+    "unsupported",
+    'refcheck_verdict=~"neutral|contradiction"',
+    "not supported by the documents (neutral or contradicted)",
+)
+SHARES = (CONTRADICTION, HALLUCINATION)
+
+RECORDED = (
+    *BY_VERDICT.values(),
+    *CHECKED.values(),
+    BASELINE_READY,
+    *(
+        name
+        for share in SHARES
+        for name in (
+            *(share.ratio(w) for w in WINDOWS),
+            share.lower_bound("fast"),
+            share.lower_bound("slow"),
+            share.upper_bound,
+        )
+    ),
+)
+"""Every recording, in the order the rule file evaluates them."""
+
+
+def number(value: float) -> str:
+    """A constant as PromQL reads it back to the same float (the replay uses the float)."""
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def wilson_terms(z: float) -> tuple[float, float, float]:
+    """z^2 / 2, z^2 / 4 and z^2: the constants of the Wilson bounds, computed once here for
+    the rules and the replay alike."""
+    return z * z / 2, z * z / 4, z * z
+
+
+def _wilson(ratio: str, count: str, z: float, sign: str) -> str:
+    """The Wilson score bound of a share `ratio` of `count` claims (`-` lower, `+` upper):
+    (p + z²/2n ∓ z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    half_square, quarter_square, square = wilson_terms(z)
+    return (
+        f"(\n  {ratio} + {number(half_square)} / {count}\n"
+        f"  {sign} {number(z)} * sqrt(\n"
+        f"    {ratio} * (1 - {ratio}) / {count}\n"
+        f"    + {number(quarter_square)} / {count} ^ 2\n  )\n)\n"
+        f"/ (1 + {number(square)} / {count})"
+    )
+
+
+def _windows(test: ShareTest, offset: str) -> dict[str, str]:
+    return {
+        "fast": f"[{test.fast_window}]",
+        "slow": f"[{test.slow_window}]",
+        "baseline": f"[{test.baseline_window}] offset {offset}",
+    }
+
+
+def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
+    test = tunables.share_test
+    ranges = _windows(test, tunables.baseline_offset)
+    rules = [
+        _record(BY_VERDICT[w], f"sum by (job, refcheck_verdict) (increase({_CLAIMS}{ranges[w]}))")
+        for w in WINDOWS
+    ]
+    rules += [
+        _record(CHECKED[w], f'sum by (job) ({BY_VERDICT[w]}{{refcheck_verdict!="error"}})')
+        for w in WINDOWS
+    ]
+    rules.append(
+        _record(
+            BASELINE_READY,
+            f"{CHECKED['baseline']} >= bool {test.min_baseline_claims}\n"
+            f"or on (job)\n{CHECKED['slow']} * 0",
+        )
+    )
+    for share in SHARES:
+        rules += [
+            _record(
+                share.ratio(w),
+                f"(\n  sum by (job) ({BY_VERDICT[w]}{{{share.verdicts}}})\n"
+                f"  or\n  {CHECKED[w]} * 0\n)\n/ {CHECKED[w]}",
+            )
+            for w in WINDOWS
+        ]
+        rules += [
+            _record(share.lower_bound(w), _wilson(share.ratio(w), CHECKED[w], test.z, "-"))
+            for w in ("fast", "slow")
+        ]
+        upper = _wilson(share.ratio("baseline"), CHECKED["baseline"], test.z, "+")
+        rules.append(
+            _record(
+                share.upper_bound,
+                f"{upper}\nand on (job)\n{CHECKED['baseline']} >= {test.min_baseline_claims}",
+            )
+        )
+    return rules
+
+
+def _record(name: str, expr: str) -> dict[str, Any]:
+    return {"record": name, "expr": expr}
+
+
+def _condition(share: Share, window: str, effect: float, min_claims: int) -> str:
+    return (
+        f"(\n  {share.ratio(window)}\n"
+        f"  and on (job)\n  {share.lower_bound(window)} - on (job) {share.upper_bound}"
+        f" > {number(effect)}\n"
+        f"  and on (job)\n  {CHECKED[window]} >= {min_claims}\n)"
+    )
+
+
+def _recorded_value(name: str, missing: str = "unknown") -> str:
+    """An annotation template: the recorded series' value for the alert's job, as a percentage."""
+    return (
+        f'{{{{ with printf `{name}{{job="%s"}}` $labels.job | query }}}}'
+        f"{{{{ . | first | value | humanizePercentage }}}}{{{{ else }}}}{missing}{{{{ end }}}}"
+    )
+
+
+def share_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
+    test: ShareTest = tunables.share_test
+    rise: ShareRise = getattr(tunables, share.key)
+    fast = _condition(share, "fast", rise.fast_min_effect, test.fast_min_claims)
+    slow = _condition(share, "slow", rise.slow_min_effect, test.slow_min_claims)
+    return {
+        "alert": share.alert,
+        "expr": f"{fast}\nor\n{slow}",
+        "for": rise.pending_for,
+        "labels": {"severity": rise.severity},
+        "annotations": {
+            "summary": f"{{{{ $labels.job }}}}: the {share.metric} share of claims rose to "
+            "{{ $value | humanizePercentage }}",
+            "description": f"{{{{ $value | humanizePercentage }}}} of the claims in "
+            f"{{{{ $labels.job }}}}'s recent answers were {share.subject}, significantly "
+            f"above its own baseline of {_recorded_value(share.ratio('baseline'))} (the "
+            f"{test.baseline_window} ending {tunables.baseline_offset} ago). Lower bounds "
+            f"(z={number(test.z)}): {_recorded_value(share.lower_bound('fast'), 'too few claims')}"
+            f" over the last {test.fast_window}, "
+            f"{_recorded_value(share.lower_bound('slow'), 'too few claims')} over the last "
+            f"{test.slow_window}; the baseline's upper bound is "
+            f"{_recorded_value(share.upper_bound)}. It fires when a lower bound clears that by "
+            f"{_percent(rise.fast_min_effect)} ({test.fast_window}) or "
+            f"{_percent(rise.slow_min_effect)} ({test.slow_window}).",
+            "runbook": _RUNBOOKS[share.key],
+        },
+    }
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:g}%"
+
+
+_RUNBOOKS = {
+    "contradiction_rise": "1. Open the RefCheck dashboard for this service: is the rise on one "
+    "model (gen_ai_request_model) or all of them, a burst (the fast window) or a shift (the "
+    "slow one)? 2. Look up recent `evaluate refcheck` spans with "
+    "refcheck.response.label=contradiction in your trace back end; their "
+    "gen_ai.evaluation.result events show which claim, which document and (with "
+    "capture_content) the text. 3. Typical causes: a model or prompt rollout (roll back), a "
+    "retriever or index change returning stale or wrong documents (check the index build), or "
+    "an upstream data change. 4. If the checker itself changed (new model or threshold), its "
+    "own rates moved: the alert resolves once the new rate has become the baseline. 5. A rise "
+    "that stays resolves when it has become the baseline (a day by default): fix it before.",
+    "hallucination_rise": "1. Check the verdict mix panel: mostly neutral means answers go "
+    "beyond the documents (retrieval recall, a prompt that no longer constrains the model to "
+    "the context); mostly contradiction means answers disagree with them (see "
+    "RefCheckContradictionRise). 2. Sample answers from traces with high "
+    "refcheck.response.hallucination_ratio. 3. Check whether retrieval returns fewer or "
+    "shorter documents than usual (refcheck.reference.count on the spans). 4. A service whose "
+    "share legitimately swings (open-ended chat, hours with different users) needs a larger "
+    "minimum effect: `refcheck alert-rules --set hallucination_rise.slow_min_effect=...`; "
+    "`refcheck alert-rules --simulate` shows what a setting gives at your volume.",
+}
