@@ -18,6 +18,7 @@ from pathlib import Path
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
 from refcheck_callbacks.cli import alert_rules, fit_cascade
+from refcheck_callbacks.cli.collect import add_collect_command
 from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
     describe,
@@ -53,6 +54,7 @@ Claim-level hallucination checks of answers against their references.
   refcheck bench --dataset all --checker embedded --output-dir bench-out
   refcheck alert-rules --set contradiction_spike.floor=0.2 --output refcheck-alerts.yml
   refcheck serve --checker nli:MODEL --num-gpus 1
+  refcheck collect --port 4318 --export-endpoint http://otel-collector:4318
   refcheck data download
   refcheck demo
 
@@ -235,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_command(commands)
     alert_rules.add_command(commands)
     add_serve_command(commands)
+    add_collect_command(commands)
     add_data_command(commands)
     demo = commands.add_parser(
         "demo",
