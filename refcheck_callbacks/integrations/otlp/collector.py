@@ -129,7 +129,11 @@ class TraceCollector:
             return {
                 "open_traces": self.assembly.open_traces,
                 "buffered_bytes": self.assembly.buffered_bytes,
-                "spans": {"received": spans.received, "late": spans.late, "given_up": spans.given_up},
+                "spans": {
+                    "received": spans.received,
+                    "late": spans.late,
+                    "given_up": spans.given_up,
+                },
                 "traces": dict(self.traces),
                 "rejected_requests": dict(self.rejected),
             }

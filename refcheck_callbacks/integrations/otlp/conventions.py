@@ -104,8 +104,10 @@ def _openinference(view: SpanView, attributes: Mapping[str, Any]) -> None:
         view.prompt = [t for i in sorted(messages) if (t := _oi_message(messages[i]))]
         if not view.prompt:
             prompts = indexed.get("llm.prompts", {})
-            view.prompt = [t for i in sorted(prompts) if (t := _text(prompts[i].get("prompt.text")))]
-            plain = [_text(v) for k, v in attributes.items() if _INDEXED_PLAIN(k, "llm.prompts")]
+            view.prompt = [
+                t for i in sorted(prompts) if (t := _text(prompts[i].get("prompt.text")))
+            ]
+            plain = [_text(v) for k, v in attributes.items() if _is_plain_prompt(k, "llm.prompts")]
             view.prompt = view.prompt or [t for t in plain if t]
         outputs = indexed.get("llm.output_messages", {})
         texts = [t for i in sorted(outputs) if (t := _oi_message(outputs[i]))]
@@ -119,7 +121,7 @@ def _openinference(view: SpanView, attributes: Mapping[str, Any]) -> None:
         ]
 
 
-def _INDEXED_PLAIN(key: str, prefix: str) -> bool:  # noqa: N802
+def _is_plain_prompt(key: str, prefix: str) -> bool:
     """`llm.prompts.N` with nothing after the index (older OpenInference)."""
     head, _, index = key.rpartition(".")
     return head == prefix and index.isdigit()
@@ -193,7 +195,9 @@ def _genai(view: SpanView, attributes: Mapping[str, Any]) -> None:
         operation is None and isinstance(inputs, list) and isinstance(outputs, list)
     )
     if isinstance(inputs, list):
-        users = [_genai_text(m) for m in inputs if isinstance(m, Mapping) and m.get("role") == "user"]
+        users = [
+            _genai_text(m) for m in inputs if isinstance(m, Mapping) and m.get("role") == "user"
+        ]
         view.input = view.input or next((t for t in reversed(users) if t), None)
     if isinstance(outputs, list):
         texts = [_genai_text(m) for m in outputs if isinstance(m, Mapping)]

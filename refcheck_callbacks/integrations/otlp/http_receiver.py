@@ -64,9 +64,9 @@ class ReceiverServer(ThreadingHTTPServer):
         self.token = token
         self.max_body_bytes = max_body_bytes
         self.forwarder = forwarder
-        self.connection_timeout = timeout
         self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(address, _Handler)
+        # A connection idle or slow for `timeout` seconds is closed (socket timeout).
+        super().__init__(address, type("Handler", (_Handler,), {"timeout": timeout}))
 
     @property
     def port(self) -> int:
@@ -98,14 +98,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "refcheck-collect"
 
-    def setup(self) -> None:
-        self.timeout = self.server.connection_timeout
-        super().setup()
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a request log line per export would flood the receiver's output."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == HEALTH_PATH:
             self._reply(HTTPStatus.OK, b"ok\n", "text/plain")
@@ -117,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._refuse(_Refused(RejectReason.NOT_FOUND, f"no route {path}"))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         try:
             content_type, body, encoding = self._read_export()
             data = decode.decompress(body, encoding, self.server.max_body_bytes)
@@ -136,7 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
             return
         if content_type == decode.PROTOBUF:
-            self._reply(HTTPStatus.OK, ExportTraceServiceResponse().SerializeToString(), content_type)
+            self._reply(
+                HTTPStatus.OK, ExportTraceServiceResponse().SerializeToString(), content_type
+            )
         else:
             self._reply(HTTPStatus.OK, b"{}", decode.JSON)
         if self.server.forwarder is not None:

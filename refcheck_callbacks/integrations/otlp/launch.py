@@ -58,8 +58,7 @@ class Receiver:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self.options.host}:{self.server.port}"
 
     def start(self) -> Receiver:
         self.collector.start()
