@@ -60,6 +60,10 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     where.add_argument("--host", default="127.0.0.1", help="bind address (127.0.0.1)")
     where.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (4318)")
     where.add_argument(
+        "--grpc-port", default="4317", metavar="PORT",
+        help="OTLP/gRPC port, with the grpc extra installed (4317); off: none",
+    )  # fmt: skip
+    where.add_argument(
         "--token",
         help=f"bearer token every request must carry (default: ${TOKEN_ENV}, if set)",
     )
@@ -133,6 +137,7 @@ def _options(args: argparse.Namespace) -> ReceiverOptions:
         max_buffered_bytes=args.max_buffered_bytes,
     )
     return ReceiverOptions(
+        grpc_port=_grpc_port(args.grpc_port),
         host=args.host,
         port=args.port,
         token=args.token or os.environ.get(TOKEN_ENV) or None,
@@ -140,6 +145,23 @@ def _options(args: argparse.Namespace) -> ReceiverOptions:
         forward=args.forward,
         limits=limits,
     )
+
+
+def _grpc_port(value: str) -> int | None:
+    """The gRPC port; None when turned off, or left at its default without the grpc extra."""
+    if value == "off":
+        return None
+    if not value.isdigit():
+        raise ValueError(f"--grpc-port takes a port or off, not {value!r}")
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        if value == "4317":
+            return None
+        raise ValueError(
+            "--grpc-port needs the grpc extra: pip install 'refcheck-callbacks[grpc]'"
+        ) from None
+    return int(value)
 
 
 def run_collect(args: argparse.Namespace) -> int:
@@ -174,6 +196,8 @@ def run_collect(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"refcheck collect: receiving OTLP/HTTP traces on {receiver.url}/v1/traces", flush=True)
+    if receiver.grpc is not None:
+        print(f"refcheck collect: and OTLP/gRPC on {options.host}:{receiver.grpc.port}", flush=True)
     stop = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())

@@ -38,6 +38,7 @@ _LLM_KINDS = frozenset({"LLM"})
 _RETRIEVAL_KINDS = frozenset({"RETRIEVER", "RERANKER"})
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
+_OPENLLMETRY_KEYS = ("traceloop.", "llm.request.type", "gen_ai.prompt.", "gen_ai.completion.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ def read(span: ReceivedSpan) -> SpanView:
     view = SpanView(span)
     if "openinference.span.kind" in attributes:
         _openinference(view, attributes)
-    elif "traceloop.span.kind" in attributes or "traceloop.entity.input" in attributes:
+    elif any(key.startswith(_OPENLLMETRY_KEYS) for key in attributes):
         _openllmetry(view, attributes)
     if not view.is_llm and not view.documents:
         _genai(view, attributes)

@@ -31,6 +31,7 @@ TRACES_PATH = "/v1/traces"
 HEALTH_PATH = "/healthz"
 STATS_PATH = "/v1/stats"
 DEFAULT_MAX_BODY_BYTES = 16 << 20
+_MAX_CHUNK_LINE = 1024
 _STATUS = {
     RejectReason.MALFORMED: HTTPStatus.BAD_REQUEST,
     RejectReason.TOO_LARGE: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
@@ -149,21 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.authorized(self.headers.get("Authorization")):
             self.close_connection = True
             raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self.close_connection = True
-            raise _Refused(RejectReason.MALFORMED, "Content-Length is required")
-        if int(length) > self.server.max_body_bytes:
-            self.close_connection = True
-            raise _Refused(
-                RejectReason.TOO_LARGE,
-                f"body of {length} bytes exceeds {self.server.max_body_bytes}",
-            )
         content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        body = self.rfile.read(int(length))
-        if len(body) != int(length):
-            self.close_connection = True
-            raise _Refused(RejectReason.MALFORMED, "body shorter than its Content-Length")
+        body = self._read_body()
         if content_type not in (decode.PROTOBUF, decode.JSON):
             raise _Refused(
                 RejectReason.UNSUPPORTED_MEDIA_TYPE,
@@ -171,6 +159,46 @@ class _Handler(BaseHTTPRequestHandler):
             )
         encoding = (self.headers.get("Content-Encoding") or "").strip().lower() or None
         return content_type, body, encoding
+
+    def _read_body(self) -> bytes:
+        """The body, by Content-Length or chunked (as Node's OTLP exporter sends it), never
+        more than `max_body_bytes`."""
+        limit = self.server.max_body_bytes
+        self.close_connection = True  # until the body was read in full
+        if (self.headers.get("Transfer-Encoding") or "").strip().lower() == "chunked":
+            body = self._read_chunked(limit)
+        else:
+            length = self.headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                raise _Refused(RejectReason.MALFORMED, "Content-Length or chunked is required")
+            if int(length) > limit:
+                raise _Refused(RejectReason.TOO_LARGE, f"body of {length} bytes exceeds {limit}")
+            body = self.rfile.read(int(length))
+            if len(body) != int(length):
+                raise _Refused(RejectReason.MALFORMED, "body shorter than its Content-Length")
+        self.close_connection = False
+        return body
+
+    def _read_chunked(self, limit: int) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            line = self.rfile.readline(_MAX_CHUNK_LINE)
+            try:
+                length = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError as exc:
+                raise _Refused(RejectReason.MALFORMED, "a broken chunk size line") from exc
+            if length == 0:
+                while self.rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(chunks)
+            size += length
+            if size > limit:
+                raise _Refused(RejectReason.TOO_LARGE, f"chunked body exceeds {limit} bytes")
+            chunk = self.rfile.read(length)
+            if len(chunk) != length or self.rfile.readline(_MAX_CHUNK_LINE).strip():
+                raise _Refused(RejectReason.MALFORMED, "a chunk shorter than its size")
+            chunks.append(chunk)
 
     def _refuse(self, refused: _Refused) -> None:
         self.server.collector.reject(refused.reason)

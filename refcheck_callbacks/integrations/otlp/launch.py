@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from refcheck_callbacks.contract.components import Exporter
 from refcheck_callbacks.engine.monitor import RefCheckMonitor
@@ -20,6 +21,9 @@ from refcheck_callbacks.integrations.otlp.http_receiver import (
     ReceiverServer,
 )
 from refcheck_callbacks.integrations.otlp.traces import TraceLimits
+
+if TYPE_CHECKING:
+    from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
 
 SERVICE_NAME = "refcheck-collect"
 
@@ -34,6 +38,8 @@ class ReceiverOptions:
     """URL the received export requests are posted to, untouched (…/v1/traces)."""
     limits: TraceLimits = field(default_factory=TraceLimits)
     max_connections: int = 32
+    grpc_port: int | None = None
+    """OTLP/gRPC port (the `grpc` extra); None: HTTP only."""
 
 
 class Receiver:
@@ -52,6 +58,14 @@ class Receiver:
             forwarder=self.forwarder,
             max_connections=options.max_connections,
         )
+        self.grpc: GrpcReceiver | None = None
+        if options.grpc_port is not None:
+            from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
+
+            self.grpc = GrpcReceiver(
+                self.collector, options.host, options.grpc_port, options.token,
+                options.max_body_bytes,
+            )  # fmt: skip
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="refcheck-collect-http", daemon=True
         )
@@ -63,11 +77,15 @@ class Receiver:
     def start(self) -> Receiver:
         self.collector.start()
         self._thread.start()
+        if self.grpc is not None:
+            self.grpc.start()
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         self.server.shutdown()
         self.server.server_close()
+        if self.grpc is not None:
+            self.grpc.stop()
         self.collector.close()
         if self.forwarder is not None:
             self.forwarder.close()
