@@ -35,6 +35,8 @@ from refcheck_callbacks.integrations.shared.user_input import text_field
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _INDEXED = re.compile(r"^(?P<prefix>[a-z_.]+?)\.(?P<index>\d+)\.(?P<rest>.+)$")
 _LLM_KINDS = frozenset({"LLM"})
+_MAX_DEPTH = 6
+"""Levels of a JSON input read for a prompt's strings."""
 _RETRIEVAL_KINDS = frozenset({"RETRIEVER", "RERANKER"})
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
@@ -103,13 +105,7 @@ def _openinference(view: SpanView, attributes: Mapping[str, Any]) -> None:
         view.is_llm = True
         messages = indexed.get("llm.input_messages", {})
         view.prompt = [t for i in sorted(messages) if (t := _oi_message(messages[i]))]
-        if not view.prompt:
-            prompts = indexed.get("llm.prompts", {})
-            view.prompt = [
-                t for i in sorted(prompts) if (t := _text(prompts[i].get("prompt.text")))
-            ]
-            plain = [_text(v) for k, v in attributes.items() if _is_plain_prompt(k, "llm.prompts")]
-            view.prompt = view.prompt or [t for t in plain if t]
+        view.prompt = view.prompt or _oi_prompts(attributes, indexed)
         outputs = indexed.get("llm.output_messages", {})
         texts = [t for i in sorted(outputs) if (t := _oi_message(outputs[i]))]
         view.generated = texts[-1] if texts else view.output
@@ -126,6 +122,39 @@ def _is_plain_prompt(key: str, prefix: str) -> bool:
     """`llm.prompts.N` with nothing after the index (older OpenInference)."""
     head, _, index = key.rpartition(".")
     return head == prefix and index.isdigit()
+
+
+def _oi_prompts(
+    attributes: Mapping[str, Any], indexed: Mapping[str, dict[int, dict[str, Any]]]
+) -> list[str]:
+    """A completion call's prompt: `llm.prompts` (an array, or `llm.prompts.N[.prompt.text]`),
+    else the prompt template's variables (LlamaIndex's `predict`), else the strings of the
+    call's JSON input."""
+    prompts = attributes.get("llm.prompts")
+    if isinstance(prompts, list):
+        return [p for p in prompts if isinstance(p, str) and p]
+    numbered = indexed.get("llm.prompts", {})
+    texts = [_text(numbered[i].get("prompt.text")) for i in sorted(numbered)]
+    texts += [_text(v) for k, v in attributes.items() if _is_plain_prompt(k, "llm.prompts")]
+    if found := [t for t in texts if t]:
+        return found
+    for key in ("llm.prompt_template.variables", "input.value"):
+        if found := list(_strings(_json(attributes.get(key)), _MAX_DEPTH)):
+            return found
+    return []
+
+
+def _strings(value: Any, depth: int) -> Iterator[str]:
+    """The strings in a JSON value, depth first, `depth` levels down at most."""
+    if isinstance(value, str):
+        if value:
+            yield value
+    elif depth > 0 and isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item, depth - 1)
+    elif depth > 0 and isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth - 1)
 
 
 def _oi_message(fields: Mapping[str, Any]) -> str | None:
