@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,6 +34,8 @@ HEALTH_PATH = "/healthz"
 STATS_PATH = "/v1/stats"
 DEFAULT_MAX_BODY_BYTES = 16 << 20
 _MAX_CHUNK_LINE = 1024
+_LINGER_S = 2.0
+_LINGER_BYTES = 64 << 20
 _STATUS = {
     RejectReason.MALFORMED: HTTPStatus.BAD_REQUEST,
     RejectReason.TOO_LARGE: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
@@ -205,6 +209,26 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug("refcheck collect: refused a request: %s", refused)
         body = json.dumps({"error": refused.reason.value, "message": str(refused)}).encode()
         self._reply(_STATUS[refused.reason], body, decode.JSON)
+        if self.close_connection:
+            self._linger()
+
+    def _linger(self) -> None:
+        """Discard what the client still sends of a refused body (at most `_LINGER_BYTES`, for
+        `_LINGER_S`) before closing: closing with unread data resets the connection, and a
+        reset can destroy the reply before the client reads it."""
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(_LINGER_S)
+            deadline = time.monotonic() + _LINGER_S
+            read = 0
+            while read < _LINGER_BYTES and time.monotonic() < deadline:
+                chunk = self.connection.recv(1 << 16)
+                if not chunk:
+                    break
+                read += len(chunk)
+        except OSError:
+            pass
 
     def _reply(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
         self.send_response(status)
