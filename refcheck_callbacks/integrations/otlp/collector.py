@@ -13,8 +13,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from refcheck_callbacks.contract.answers import AnswerSink
 from refcheck_callbacks.contract.reasons import (
@@ -23,7 +25,7 @@ from refcheck_callbacks.contract.reasons import (
     RejectReason,
     SkipReason,
 )
-from refcheck_callbacks.integrations.otlp.decode import ReceivedSpan
+from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.pairing import shape_of
 from refcheck_callbacks.integrations.otlp.traces import OpenTrace, TraceAssembly, TraceLimits
 from refcheck_callbacks.support.logs import logger
@@ -53,8 +55,9 @@ class TraceCollector:
 
     # -- intake ------------------------------------------------------------------------------
 
-    def receive(self, spans: Iterable[ReceivedSpan]) -> None:
-        self.assembly.add(spans)
+    def receive(self, request: ExportTraceServiceRequest) -> None:
+        """Take the spans of a decoded export request."""
+        self.assembly.add(decode.spans_of(request, self.assembly.admit))
 
     def reject(self, reason: RejectReason) -> None:
         with self._lock:

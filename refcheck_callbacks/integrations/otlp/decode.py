@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,12 +141,18 @@ def _hex_ids(item: Any) -> None:
                 raise PayloadError(f"{key} {value[:40]!r} is not hex") from exc
 
 
-def spans_of(request: ExportTraceServiceRequest) -> Iterator[ReceivedSpan]:
-    """The spans of an export request; those without a valid trace or span id are left out."""
+def spans_of(
+    request: ExportTraceServiceRequest, admit: Callable[[str], bool] = lambda _: True
+) -> Iterator[ReceivedSpan]:
+    """The spans of an export request that `admit(trace_id)` takes; those without a valid
+    trace or span id are left out. A span not admitted is not read further."""
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    continue
+                trace_id = span.trace_id.hex()
+                if not admit(trace_id):
                     continue
                 attributes, size = _kept(span.attributes)
                 events = []
@@ -157,7 +163,7 @@ def spans_of(request: ExportTraceServiceRequest) -> Iterator[ReceivedSpan]:
                         size += event_size
                 parent = span.parent_span_id.hex() if len(span.parent_span_id) == 8 else None
                 yield ReceivedSpan(
-                    trace_id=span.trace_id.hex(),
+                    trace_id=trace_id,
                     span_id=span.span_id.hex(),
                     parent_id=parent,
                     name=span.name[:200],

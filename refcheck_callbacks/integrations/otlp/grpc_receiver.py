@@ -62,7 +62,7 @@ class GrpcReceiver:
         except decode.PayloadError as exc:
             self.collector.reject(RejectReason.MALFORMED)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        self.collector.receive(decode.spans_of(request))
+        self.collector.receive(request)
         return bytes(ExportTraceServiceResponse().SerializeToString())
 
     def _authorized(self, context: Any) -> bool:

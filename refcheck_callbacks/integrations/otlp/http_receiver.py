@@ -123,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
             content_type, body, encoding = self._read_export()
             data = decode.decompress(body, encoding, self.server.max_body_bytes)
             request = decode.parse(data, content_type)
-            self.server.collector.receive(decode.spans_of(request))
+            self.server.collector.receive(request)
         except _Refused as refused:
             self._refuse(refused)
             return

@@ -99,17 +99,29 @@ class TraceAssembly:
     def buffered_bytes(self) -> int:
         return self._bytes
 
+    def admit(self, trace_id: str) -> bool:
+        """Count a span as received; False (and counted late) when its trace was finished or
+        given up, so the decoder skips reading it: a flood of spans for a trace given up costs
+        little more than reading their ids."""
+        with self._lock:
+            self.spans.received += 1
+            if trace_id in self._finished and trace_id not in self._open:
+                self.spans.late += 1
+                return False
+            return True
+
     def add(self, spans: Iterable[ReceivedSpan]) -> None:
+        """Add admitted spans (`admit`)."""
+        spans = list(spans)  # read (and admitted) before the lock is taken
         dropped: list[tuple[OpenTrace, DropReason]] = []
         limits = self.limits
         with self._lock:
             now = self._clock()
             for span in spans:
-                self.spans.received += 1
                 trace = self._open.get(span.trace_id)
                 if trace is None:
                     if span.trace_id in self._finished:
-                        self.spans.late += 1
+                        self.spans.late += 1  # finished since it was admitted
                         continue
                     trace = OpenTrace(span.trace_id, now, now)
                     self._open[span.trace_id] = trace
