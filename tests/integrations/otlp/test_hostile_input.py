@@ -59,6 +59,7 @@ def still_serves(receiver: Receiver) -> None:
     assert post(receiver, export(span(trace_id, os.urandom(8)))) == 200
 
 
+@pytest.mark.slow
 def test_a_thousand_traces_of_ten_thousand_spans_stay_within_the_limits(
     hostile_receiver: Receiver,
 ) -> None:
