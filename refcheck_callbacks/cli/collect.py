@@ -17,6 +17,7 @@ from refcheck_callbacks.cli.component_names import describe
 from refcheck_callbacks.contract.registry import CHECKERS
 
 if TYPE_CHECKING:
+    from refcheck_callbacks.contract.components import Exporter
     from refcheck_callbacks.integrations.otlp.launch import ReceiverOptions
 
 TOKEN_ENV = "REFCHECK_COLLECT_TOKEN"
@@ -167,7 +168,7 @@ def _grpc_port(value: str) -> int | None:
 def run_collect(args: argparse.Namespace) -> int:
     try:
         options = _options(args)
-        from refcheck_callbacks.integrations.otlp.launch import Receiver, export_exporter
+        from refcheck_callbacks.integrations.otlp.launch import Receiver
     except ValueError as exc:
         return _fail(str(exc))
     except ImportError as exc:
@@ -177,6 +178,9 @@ def run_collect(args: argparse.Namespace) -> int:
 
     endpoint = args.export_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     exporters = [] if endpoint is None else [export_exporter(endpoint, args.capture_content)]
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
     try:
         monitor = RefCheckMonitor(
             extractor=args.extractor,
@@ -198,10 +202,38 @@ def run_collect(args: argparse.Namespace) -> int:
     print(f"refcheck collect: receiving OTLP/HTTP traces on {receiver.url}/v1/traces", flush=True)
     if receiver.grpc is not None:
         print(f"refcheck collect: and OTLP/gRPC on {options.host}:{receiver.grpc.port}", flush=True)
-    stop = threading.Event()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: stop.set())
     stop.wait()
     receiver.stop()
     monitor.shutdown()
     return 0
+
+
+def export_exporter(endpoint: str, capture_content: bool = False) -> Exporter:
+    """An `OpenTelemetryExporter` sending spans, log records and metrics to `endpoint` (the
+    OTLP/HTTP base URL: /v1/traces, /v1/logs, /v1/metrics are appended)."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
+
+    base = endpoint.rstrip("/")
+    resource = Resource.create({"service.name": "refcheck-collect"})
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{base}/v1/traces")))
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(
+        BatchLogRecordProcessor(OTLPLogExporter(f"{base}/v1/logs"))
+    )
+    reader = PeriodicExportingMetricReader(OTLPMetricExporter(f"{base}/v1/metrics"))
+    meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+    return OpenTelemetryExporter(
+        tracer_provider, meter_provider, logger_provider, capture_content=capture_content
+    )

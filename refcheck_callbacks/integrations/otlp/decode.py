@@ -21,8 +21,6 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from refcheck_callbacks.errors import RefCheckError
-
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 KEPT_PREFIXES = (
@@ -42,12 +40,17 @@ _MAX_DEPTH = 8
 """Nesting of array / kvlist values read; deeper values are left out."""
 
 
-class PayloadError(RefCheckError):
-    """A body that is not an OTLP trace export."""
+class PayloadError(ValueError):
+    """A body that is not an OTLP trace export. Internal to the receiver (it becomes a 400),
+    so not part of the public `RefCheckError` tree."""
 
 
-class PayloadTooLarge(RefCheckError):
-    """A body whose decompressed form exceeds the limit."""
+class PayloadTooLarge(ValueError):
+    """A body whose decompressed form exceeds the limit (a 413)."""
+
+
+class UnsupportedEncoding(ValueError):
+    """A Content-Encoding other than gzip (a 415)."""
 
 
 @dataclass(slots=True)
@@ -74,7 +77,7 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
             raise PayloadTooLarge(f"body of {len(body)} bytes exceeds {max_bytes}")
         return body
     if encoding != "gzip":
-        raise ValueError(f"unsupported Content-Encoding {encoding!r} (gzip or none)")
+        raise UnsupportedEncoding(f"unsupported Content-Encoding {encoding!r} (gzip or none)")
     inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         data = inflate.decompress(body, max_bytes + 1)

@@ -133,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
         except decode.PayloadError as exc:
             self._refuse(_Refused(RejectReason.MALFORMED, str(exc)))
             return
-        except ValueError as exc:
+        except decode.UnsupportedEncoding as exc:
             self._refuse(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
             return
         if content_type == decode.PROTOBUF:

@@ -1,10 +1,6 @@
-"""A running receiver: the monitor, the collector, the HTTP server and the optional forwarder,
-started and stopped together (what `refcheck collect` runs; tests start one in-process).
-
-`export_exporter` builds the OpenTelemetry exporter that sends the evaluations over OTLP/HTTP:
-its own tracer, logger and meter providers, so that the receiver's output never depends on
-global state.
-"""
+"""A running receiver: the collector, the HTTP (and gRPC) server and the optional forwarder,
+started and stopped together, submitting to an `AnswerSink` (what `refcheck collect` runs with
+a `RefCheckMonitor`; tests start one in-process)."""
 
 from __future__ import annotations
 
@@ -12,8 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from refcheck_callbacks.contract.components import Exporter
-from refcheck_callbacks.engine.monitor import RefCheckMonitor
+from refcheck_callbacks.contract.answers import AnswerSink
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
 from refcheck_callbacks.integrations.otlp.http_receiver import (
@@ -24,8 +19,6 @@ from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
 if TYPE_CHECKING:
     from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
-
-SERVICE_NAME = "refcheck-collect"
 
 
 @dataclass
@@ -43,12 +36,13 @@ class ReceiverOptions:
 
 
 class Receiver:
-    """`start` binds and serves in a thread; `stop` finishes open traces into the monitor."""
+    """Binds when built; `start` serves in threads; `stop` submits the open traces whose root
+    arrived to the sink (and counts the rest) and stops. The sink is not shut down."""
 
-    def __init__(self, monitor: RefCheckMonitor, options: ReceiverOptions) -> None:
-        self.monitor = monitor
+    def __init__(self, sink: AnswerSink, options: ReceiverOptions) -> None:
+        self.sink = sink
         self.options = options
-        self.collector = TraceCollector(monitor, options.limits)
+        self.collector = TraceCollector(sink, options.limits)
         self.forwarder = None if options.forward is None else Forwarder(options.forward)
         self.server = ReceiverServer(
             (options.host, options.port),
@@ -81,7 +75,7 @@ class Receiver:
             self.grpc.start()
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
         if self.grpc is not None:
@@ -89,35 +83,3 @@ class Receiver:
         self.collector.close()
         if self.forwarder is not None:
             self.forwarder.close()
-        self.monitor.flush(timeout)
-
-
-def export_exporter(endpoint: str, capture_content: bool = False) -> Exporter:
-    """An `OpenTelemetryExporter` sending spans, log records and metrics to `endpoint` (the
-    OTLP/HTTP base URL: /v1/traces, /v1/logs, /v1/metrics are appended)."""
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
-
-    base = endpoint.rstrip("/")
-    resource = Resource.create({"service.name": SERVICE_NAME})
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{base}/v1/traces")))
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(
-        BatchLogRecordProcessor(OTLPLogExporter(f"{base}/v1/logs"))
-    )
-    reader = PeriodicExportingMetricReader(OTLPMetricExporter(f"{base}/v1/metrics"))
-    meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    return OpenTelemetryExporter(
-        tracer_provider, meter_provider, logger_provider, capture_content=capture_content
-    )

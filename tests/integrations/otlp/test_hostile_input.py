@@ -87,7 +87,7 @@ def test_a_thousand_traces_of_ten_thousand_spans_stay_within_the_limits(
                 assert post(hostile_receiver, body.replace(placeholder, trace_id)) == 200
             assert collector.assembly.open_traces <= LIMITS.max_open_traces
     assert collector.traces[DropReason.TRACE_TOO_LARGE.value] == 1_000
-    assert hostile_receiver.monitor.stats.get(Tally.DROPPED, DropReason.TRACE_TOO_LARGE) == 1_000
+    assert hostile_receiver.sink.stats.get(Tally.DROPPED, DropReason.TRACE_TOO_LARGE) == 1_000
     assert collector.assembly.spans.received == 10_000_000
     assert collector.assembly.spans.received == (
         collector.assembly.spans.given_up + collector.assembly.spans.late
@@ -109,7 +109,7 @@ def test_spans_whose_root_never_ends_are_given_up_by_age(hostile_receiver: Recei
     assert collector.assembly.open_traces == 20
     wait_for(lambda: collector.assembly.open_traces == 0, timeout=10)
     assert collector.traces[DropReason.TRACE_EXPIRED.value] == 20
-    assert hostile_receiver.monitor.stats.get(Tally.DROPPED, DropReason.TRACE_EXPIRED) == 20
+    assert hostile_receiver.sink.stats.get(Tally.DROPPED, DropReason.TRACE_EXPIRED) == 20
     assert collector.assembly.buffered_bytes == 0
     assert post(hostile_receiver, export(span(trace_ids[0], never_ended))) == 200
     assert collector.assembly.open_traces == 0

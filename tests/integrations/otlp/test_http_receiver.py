@@ -106,7 +106,7 @@ def test_gzipped_otlp_json_is_paired_and_forwarded_untouched(
     )  # fmt: skip
     assert (status, reply) == (200, b"{}")
     wait_for(traces_done(guarded, 1))
-    assert guarded.monitor.flush(60)
+    assert guarded.sink.flush(60)
     [result] = sink.results
     assert result.request.trace_context is not None
     assert result.request.trace_context.trace_id == trace_id

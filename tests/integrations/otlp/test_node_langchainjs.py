@@ -47,7 +47,7 @@ def test_langchainjs_app_traced_by_openinference(
     printed = json.loads(run.stdout.strip().splitlines()[-1])
     assert printed["answer"] == CONTRADICTING
     wait_for(traces_done(receiver, 1))
-    assert receiver.monitor.flush(60)
+    assert receiver.sink.flush(60)
 
     [result] = sink.results
     assert result.request.question == QUESTION

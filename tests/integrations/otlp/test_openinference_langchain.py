@@ -49,7 +49,7 @@ def test_planted_contradiction_is_a_contradiction_record_on_the_apps_trace(
     app_root_id = format(request_span.get_span_context().span_id, "016x")
     assert instrumented.force_flush(10)
     wait_for(traces_done(receiver, 1))
-    assert receiver.monitor.flush(60)
+    assert receiver.sink.flush(60)
 
     [result] = sink.results
     request = result.request
@@ -85,6 +85,6 @@ def test_a_trace_without_a_model_call_is_counted_unpaired(
     retriever.invoke(QUESTION)  # traced, but no model answered anything
     assert instrumented.force_flush(10)
     wait_for(traces_done(receiver, 1))
-    assert receiver.monitor.flush(30)
+    assert receiver.sink.flush(30)
     assert sink.results == []
-    assert receiver.monitor.stats.get(Tally.SKIPPED, SkipReason.TRACE_UNPAIRED) == 1
+    assert receiver.sink.stats.get(Tally.SKIPPED, SkipReason.TRACE_UNPAIRED) == 1

@@ -32,7 +32,7 @@ EIFFEL = "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889
 def checked(receiver: Receiver, app: TracerProvider, sink: ResultSink) -> Any:
     assert app.force_flush(10)
     wait_for(traces_done(receiver, 1))
-    assert receiver.monitor.flush(60)
+    assert receiver.sink.flush(60)
     [result] = sink.results
     return result
 
