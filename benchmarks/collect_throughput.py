@@ -14,9 +14,9 @@ keep-alive connection.
   assembled);
 - traces/s checked: traces / the time from the first request until every trace was finished
   (checked, or sampled out, or counted), the checker's work on the sampled tenth included;
-- memory per open trace: with `--idle` long enough that no trace completes, the growth of this
-  process's resident memory over `--open-traces` traces, and the receiver's own estimate
-  (`buffered_bytes`).
+- memory per open trace: with `--idle` long enough that no trace completes, the Python memory
+  (tracemalloc) this process holds more after `--open-traces` traces arrived, per trace, and
+  the receiver's own estimate (`buffered_bytes`, what `--max-buffered-bytes` bounds).
 
     flock /tmp/cpu.lock python benchmarks/collect_throughput.py [--traces 20000] [--json out.json]
 """
@@ -29,9 +29,9 @@ import http.client
 import json
 import multiprocessing
 import os
-import re
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -135,13 +135,6 @@ def _client(args: argparse.Namespace, ports: Any, done: Any) -> None:
         connection.close()
 
 
-def _rss() -> int:
-    text = Path("/proc/self/status").read_text()
-    match = re.search(r"^VmRSS:\s+(\d+) kB", text, re.MULTILINE)
-    assert match is not None
-    return int(match.group(1)) * 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=20_000)
@@ -187,17 +180,20 @@ def main() -> None:
     finished = time.perf_counter() - started
     counts = dict(collector.traces)
     stats = monitor.stats.snapshot()
+    results = len(checked)
     receiver.stop()
 
     # 2. Memory per open trace: nothing completes while they wait.
     limits = TraceLimits(idle=3600, max_open_traces=100_000, max_buffered_bytes=4 << 30)
     receiver = Receiver(monitor, ReceiverOptions(port=0, limits=limits)).start()
     gc.collect()
-    before = _rss()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
     ports.put(receiver.server.port)
     done.get(timeout=3600)
     gc.collect()
-    grown = _rss() - before
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
     open_traces = receiver.collector.assembly.open_traces
     estimate = receiver.collector.assembly.buffered_bytes
     receiver.stop()
@@ -213,11 +209,11 @@ def main() -> None:
         "sample_rate": args.sample_rate,
         "spans_per_s_ingested": round(args.traces * spans_per_trace / posting),
         "traces_per_s_checked": round(args.traces / finished, 1),
-        "results": len(checked),
+        "results": results,
         "trace_outcomes": counts,
         "monitor": stats,
         "open_traces": open_traces,
-        "rss_bytes_per_open_trace": round(grown / max(open_traces, 1)),
+        "python_bytes_per_open_trace": round(grown / max(open_traces, 1)),
         "estimated_bytes_per_open_trace": round(estimate / max(open_traces, 1)),
     }
     json.dump(figures, sys.stdout, indent=2)

@@ -83,6 +83,11 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="post every received export request, untouched, to this URL (…/v1/traces)",
     )  # fmt: skip
     out.add_argument(
+        "--events", choices=("logs", "span", "both"), default="logs",
+        help="the per-claim evaluation events as log records (default), span events (for "
+        "back ends that read only spans, such as Phoenix), or both",
+    )  # fmt: skip
+    out.add_argument(
         "--capture-content", action="store_true",
         help="include question, answer, claim and document text in what is exported",
     )  # fmt: skip
@@ -177,7 +182,9 @@ def run_collect(args: argparse.Namespace) -> int:
     from refcheck_callbacks.errors import RefCheckError
 
     endpoint = args.export_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    exporters = [] if endpoint is None else [export_exporter(endpoint, args.capture_content)]
+    exporters = (
+        [] if endpoint is None else [export_exporter(endpoint, args.capture_content, args.events)]
+    )
     stop = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
@@ -208,9 +215,11 @@ def run_collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def export_exporter(endpoint: str, capture_content: bool = False) -> Exporter:
+def export_exporter(endpoint: str, capture_content: bool = False, events: str = "logs") -> Exporter:
     """An `OpenTelemetryExporter` sending spans, log records and metrics to `endpoint` (the
-    OTLP/HTTP base URL: /v1/traces, /v1/logs, /v1/metrics are appended)."""
+    OTLP/HTTP base URL: /v1/traces, /v1/logs, /v1/metrics are appended), on providers of its
+    own; their resource takes `$OTEL_RESOURCE_ATTRIBUTES` (for Phoenix,
+    `openinference.project.name=PROJECT` puts the evaluations in the app's project)."""
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -235,5 +244,9 @@ def export_exporter(endpoint: str, capture_content: bool = False) -> Exporter:
     reader = PeriodicExportingMetricReader(OTLPMetricExporter(f"{base}/v1/metrics"))
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
     return OpenTelemetryExporter(
-        tracer_provider, meter_provider, logger_provider, capture_content=capture_content
+        tracer_provider,
+        meter_provider,
+        logger_provider,
+        events=events,
+        capture_content=capture_content,
     )

@@ -45,8 +45,9 @@ class TraceCollector:
         self.sink = sink
         self.assembly = TraceAssembly(limits or TraceLimits(), self._complete, self._drop, clock)
         self.traces: Counter[str] = Counter()
-        """Traces by what became of them: submitted, refused (the sink did not take it), and
-        the skip, drop and error reasons."""
+        """Traces by what became of them: submitted (queued for checking), not_queued (the
+        sink did not queue it: sampled out, or dropped, each counted by the sink under its
+        reason), and the skip, drop and error reasons above."""
         self.rejected: Counter[str] = Counter()
         """Export requests refused, by `RejectReason`."""
         self._lock = threading.Lock()
@@ -93,7 +94,7 @@ class TraceCollector:
             trace_context=TraceContext(trace_id=trace.trace_id, span_id=root.span_id),
             metadata={"refcheck.source": SOURCE, "refcheck.trace.convention": shape.convention},
         )
-        self._count("submitted" if accepted else "refused")
+        self._count("submitted" if accepted else "not_queued")
 
     # -- sweeper -----------------------------------------------------------------------------
 
