@@ -34,8 +34,11 @@ KEPT_PREFIXES = (
     "gen_ai.",
 )
 """Attribute (and event) names the pairing rules read: OpenInference, OpenLLMetry, GenAI."""
-_SPAN_OVERHEAD = 256
-"""Bytes a kept span costs beyond its strings (ids, the object, dict slots): an estimate."""
+_SPAN_OVERHEAD = 600
+"""Bytes a kept span costs beyond its attributes (the object, its id strings, its dict and
+list): measured with tracemalloc (benchmarks/collect_throughput.py)."""
+_ATTRIBUTE_OVERHEAD = 120
+"""Bytes an attribute costs beyond its characters (two str objects, a dict slot)."""
 _MAX_DEPTH = 8
 """Nesting of array / kvlist values read; deeper values are left out."""
 
@@ -185,7 +188,7 @@ def _kept(attributes: Any) -> tuple[dict[str, Any], int]:
         if pair.key.startswith(KEPT_PREFIXES):
             value, value_size = _value(pair.value, 0)
             kept[pair.key] = value
-            size += len(pair.key) + value_size
+            size += len(pair.key) + value_size + _ATTRIBUTE_OVERHEAD
     return kept, size
 
 
