@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk.trace import TracerProvider
 
 from refcheck_callbacks.integrations.otlp.launch import Receiver
 
@@ -71,3 +73,13 @@ def traces_done(receiver: Receiver, count: int) -> Callable[[], bool]:
         return finished >= count and receiver.collector.assembly.open_traces == 0
 
     return done
+
+
+@contextmanager
+def instrumented(instrumentor: Any, provider: TracerProvider) -> Iterator[TracerProvider]:
+    """An instrumentor (OpenInference's, OpenLLMetry's) tracing onto `provider` for the block."""
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield provider
+    finally:
+        instrumentor.uninstrument()

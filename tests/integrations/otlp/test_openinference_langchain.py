@@ -15,7 +15,7 @@ from langchain_chains import CORPUS, KeywordRetriever, rag_chain
 from langchain_core.language_models import FakeListChatModel
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
-from otlp_export import traces_done, wait_for
+from otlp_export import instrumented, traces_done, wait_for
 from results import ResultSink
 from telemetry import Telemetry
 
@@ -29,25 +29,23 @@ CONTRADICTING = "The Eiffel Tower is 450 metres tall."
 
 
 @pytest.fixture
-def instrumented(app_tracing: TracerProvider) -> Iterator[TracerProvider]:
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=app_tracing)
-    yield app_tracing
-    instrumentor.uninstrument()
+def langchain_traced(app_tracing: TracerProvider) -> Iterator[TracerProvider]:
+    with instrumented(LangChainInstrumentor(), app_tracing) as provider:
+        yield provider
 
 
 def test_planted_contradiction_is_a_contradiction_record_on_the_apps_trace(
-    receiver: Receiver, instrumented: TracerProvider, telemetry: Telemetry, sink: ResultSink
+    receiver: Receiver, langchain_traced: TracerProvider, telemetry: Telemetry, sink: ResultSink
 ) -> None:
     chain = rag_chain(
         KeywordRetriever(documents=CORPUS), FakeListChatModel(responses=[CONTRADICTING])
     )
-    tracer = instrumented.get_tracer("rag-app")
+    tracer = langchain_traced.get_tracer("rag-app")
     with tracer.start_as_current_span("POST /ask") as request_span:
         assert chain.invoke(QUESTION) == CONTRADICTING
     app_trace_id = format(request_span.get_span_context().trace_id, "032x")
     app_root_id = format(request_span.get_span_context().span_id, "016x")
-    assert instrumented.force_flush(10)
+    assert langchain_traced.force_flush(10)
     wait_for(traces_done(receiver, 1))
     assert receiver.sink.flush(60)
 
@@ -79,11 +77,11 @@ def test_planted_contradiction_is_a_contradiction_record_on_the_apps_trace(
 
 
 def test_a_trace_without_a_model_call_is_counted_unpaired(
-    receiver: Receiver, instrumented: TracerProvider, sink: ResultSink
+    receiver: Receiver, langchain_traced: TracerProvider, sink: ResultSink
 ) -> None:
     retriever = KeywordRetriever(documents=CORPUS)
     retriever.invoke(QUESTION)  # traced, but no model answered anything
-    assert instrumented.force_flush(10)
+    assert langchain_traced.force_flush(10)
     wait_for(traces_done(receiver, 1))
     assert receiver.sink.flush(30)
     assert sink.results == []

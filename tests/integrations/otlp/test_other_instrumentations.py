@@ -16,7 +16,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
-from otlp_export import traces_done, wait_for
+from otlp_export import instrumented, traces_done, wait_for
 from results import ResultSink
 
 from refcheck_callbacks import Label
@@ -40,15 +40,11 @@ def checked(receiver: Receiver, app: TracerProvider, sink: ResultSink) -> Any:
 def test_openllmetry_langchain(
     receiver: Receiver, app_tracing: TracerProvider, sink: ResultSink
 ) -> None:
-    instrumentor = LangchainInstrumentor()
-    instrumentor.instrument(tracer_provider=app_tracing)
-    try:
+    with instrumented(LangchainInstrumentor(), app_tracing):
         chain = rag_chain(
             KeywordRetriever(documents=CORPUS), FakeListChatModel(responses=[CONTRADICTING])
         )
         assert chain.invoke(QUESTION) == CONTRADICTING
-    finally:
-        instrumentor.uninstrument()
     result = checked(receiver, app_tracing, sink)
     assert result.request.question == QUESTION
     assert result.request.answer == CONTRADICTING
@@ -80,10 +76,8 @@ class FixedAnswerLLM(CustomLLM):
 
 @pytest.fixture
 def llamaindex_traced(app_tracing: TracerProvider) -> Iterator[TracerProvider]:
-    instrumentor = LlamaIndexInstrumentor()
-    instrumentor.instrument(tracer_provider=app_tracing)
-    yield app_tracing
-    instrumentor.uninstrument()
+    with instrumented(LlamaIndexInstrumentor(), app_tracing) as provider:
+        yield provider
 
 
 def test_llamaindex_openinference(
