@@ -13,7 +13,8 @@ keep-alive connection.
 - spans/s ingested: spans posted / the time until the last request was answered (decoded,
   assembled);
 - traces/s checked: traces / the time from the first request until every trace was finished
-  (checked, or sampled out, or counted), the checker's work on the sampled tenth included;
+  (checked, or sampled out, or counted), the checker's work on the sampled tenth included
+  (and, of those, the answers checked per second);
 - memory per open trace: with `--idle` long enough that no trace completes, the Python memory
   (tracemalloc) this process holds more after `--open-traces` traces arrived, per trace, and
   the receiver's own estimate (`buffered_bytes`, what `--max-buffered-bytes` bounds).
@@ -209,6 +210,7 @@ def main() -> None:
         "sample_rate": args.sample_rate,
         "spans_per_s_ingested": round(args.traces * spans_per_trace / posting),
         "traces_per_s_checked": round(args.traces / finished, 1),
+        "sampled_answers_checked_per_s": round(results / finished, 1),
         "results": results,
         "trace_outcomes": counts,
         "monitor": stats,

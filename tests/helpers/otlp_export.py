@@ -57,7 +57,7 @@ def export(*spans: Span) -> bytes:
     return request.SerializeToString()
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+def wait_for(condition: Callable[[], bool], timeout: float = 90.0) -> None:
     """Poll until `condition()` holds; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():

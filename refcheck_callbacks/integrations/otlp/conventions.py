@@ -83,7 +83,9 @@ def read(span: ReceivedSpan) -> SpanView:
         _openinference(view, attributes)
     elif any(key.startswith(_OPENLLMETRY_KEYS) for key in attributes):
         _openllmetry(view, attributes)
-    if not view.is_llm and not view.documents:
+    if not view.prompt and not view.documents:
+        # GenAI attributes on their own, or beside the others (OpenLLMetry 0.50+ writes its
+        # model calls as gen_ai.input.messages / gen_ai.output.messages)
         _genai(view, attributes)
     view.model = view.model or _text(
         attributes.get("gen_ai.response.model") or attributes.get("gen_ai.request.model")

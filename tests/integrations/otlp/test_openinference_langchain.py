@@ -83,6 +83,6 @@ def test_a_trace_without_a_model_call_is_counted_unpaired(
     retriever.invoke(QUESTION)  # traced, but no model answered anything
     assert langchain_traced.force_flush(10)
     wait_for(traces_done(receiver, 1))
-    assert receiver.sink.flush(30)
+    assert receiver.sink.flush(90)
     assert sink.results == []
     assert receiver.sink.stats.get(Tally.SKIPPED, SkipReason.TRACE_UNPAIRED) == 1

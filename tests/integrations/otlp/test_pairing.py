@@ -238,3 +238,41 @@ def test_parent_cycles_of_hostile_ids_are_read_in_linear_time() -> None:
     shape = shape_of(trace)
     assert shape is not None
     assert shape.pairing.pair() is None  # no documents: nothing to check against
+
+
+def test_openllmetry_model_calls_written_in_the_genai_messages() -> None:
+    """OpenLLMetry 0.50+ marks a call `llm.request.type` and writes its messages as
+    `gen_ai.input.messages`: the prompt is read from those."""
+    messages = [{"role": "user", "parts": [{"type": "text", "content": f"{EIFFEL} {QUESTION}"}]}]
+    _, result = paired(
+        trace_of(
+            (
+                "workflow",
+                None,
+                {
+                    "traceloop.span.kind": "workflow",
+                    "traceloop.entity.input": json.dumps({"inputs": QUESTION}),
+                },
+            ),
+            (
+                "retrieve",
+                "workflow",
+                {
+                    "traceloop.entity.output": json.dumps({"documents": [EIFFEL, PYTHON]}),
+                },
+            ),
+            (
+                "chat",
+                "workflow",
+                {
+                    "llm.request.type": "chat",
+                    "gen_ai.input.messages": json.dumps(messages),
+                    "gen_ai.output.messages": json.dumps(
+                        [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+                    ),
+                },
+            ),
+        )
+    )
+    assert result.answer == ANSWER
+    assert [r["text"] for r in result.references] == [EIFFEL]
