@@ -69,6 +69,14 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help=f"bearer token every request must carry (default: ${TOKEN_ENV}, if set)",
     )
     where.add_argument(
+        "--max-connections", type=int, default=32, metavar="N",
+        help="connections served at once; more wait in the listen backlog (32)",
+    )  # fmt: skip
+    where.add_argument(
+        "--connection-timeout", type=float, default=10.0, metavar="SECONDS",
+        help="a connection idle or stalled this long is closed (10)",
+    )  # fmt: skip
+    where.add_argument(
         "--max-body-bytes", type=int, default=16 << 20, metavar="N",
         help="largest request body, also after gunzip (default 16 MiB)",
     )  # fmt: skip
@@ -131,8 +139,10 @@ def _options(args: argparse.Namespace) -> ReceiverOptions:
     from refcheck_callbacks.integrations.otlp.launch import ReceiverOptions
     from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
-    if args.max_body_bytes < 1:
-        raise ValueError("--max-body-bytes must be at least 1")
+    if args.max_body_bytes < 1 or args.max_connections < 1:
+        raise ValueError("--max-body-bytes and --max-connections must be at least 1")
+    if args.connection_timeout <= 0:
+        raise ValueError("--connection-timeout must be positive")
     if not 0.0 <= args.sample_rate <= 1.0:
         raise ValueError("--sample-rate is a share between 0 and 1")
     limits = TraceLimits(
@@ -150,6 +160,8 @@ def _options(args: argparse.Namespace) -> ReceiverOptions:
         max_body_bytes=args.max_body_bytes,
         forward=args.forward,
         limits=limits,
+        max_connections=args.max_connections,
+        connection_timeout=args.connection_timeout,
     )
 
 

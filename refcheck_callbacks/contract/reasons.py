@@ -132,6 +132,8 @@ class RejectReason(str, Enum):
     """Neither application/x-protobuf nor application/json, or an encoding other than gzip: 415."""
     NOT_FOUND = "not_found"
     """A path other than /v1/traces: 404."""
+    TIMEOUT = "timeout"
+    """The body did not arrive within `--connection-timeout`: the connection is closed."""
 
 
 Reason = SkipReason | DropReason | ErrorReason

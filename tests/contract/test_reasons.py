@@ -41,6 +41,7 @@ SHIPPED = {
     },
     RejectReason: {
         "malformed", "too_large", "unauthorized", "unsupported_media_type", "not_found",
+        "timeout",
     },
 }  # fmt: skip
 """The values counted before the vocabulary became enums (as strings across the package)."""

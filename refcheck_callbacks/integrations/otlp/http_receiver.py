@@ -63,7 +63,7 @@ class ReceiverServer(ThreadingHTTPServer):
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         forwarder: Forwarder | None = None,
         max_connections: int = 32,
-        timeout: float = 30.0,
+        timeout: float = 10.0,
     ) -> None:
         self.collector = collector
         self.token = token
@@ -121,12 +121,17 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             content_type, body, encoding = self._read_export()
-            data = decode.decompress(body, encoding, self.server.max_body_bytes)
-            request = decode.parse(data, content_type)
-            self.server.collector.receive(request)
         except _Refused as refused:
             self._refuse(refused)
             return
+        except OSError:  # the client stalled past the connection timeout, or went away
+            self.server.collector.reject(RejectReason.TIMEOUT)
+            self.close_connection = True
+            return
+        try:
+            data = decode.decompress(body, encoding, self.server.max_body_bytes)
+            request = decode.parse(data, content_type)
+            self.server.collector.receive(request)
         except decode.PayloadTooLarge as exc:
             self._refuse(_Refused(RejectReason.TOO_LARGE, str(exc)))
             return

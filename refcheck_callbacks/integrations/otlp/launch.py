@@ -31,6 +31,9 @@ class ReceiverOptions:
     """URL the received export requests are posted to, untouched (…/v1/traces)."""
     limits: TraceLimits = field(default_factory=TraceLimits)
     max_connections: int = 32
+    """Connections served at once; more wait in the listen backlog."""
+    connection_timeout: float = 10.0
+    """Seconds a connection may sit idle or stall mid-request before it is closed."""
     grpc_port: int | None = None
     """OTLP/gRPC port (the `grpc` extra); None: HTTP only."""
 
@@ -51,6 +54,7 @@ class Receiver:
             max_body_bytes=options.max_body_bytes,
             forwarder=self.forwarder,
             max_connections=options.max_connections,
+            timeout=options.connection_timeout,
         )
         self.grpc: GrpcReceiver | None = None
         if options.grpc_port is not None:

@@ -8,6 +8,8 @@ import gzip
 import http.client
 import json
 import os
+import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -36,7 +38,9 @@ def hostile_receiver(sink: ResultSink) -> Iterator[Receiver]:
     monitor = RefCheckMonitor(
         checker="embedded", exporters=[], on_result=[sink], placement="thread"
     )
-    options = ReceiverOptions(port=0, limits=LIMITS, max_body_bytes=4 << 20)
+    options = ReceiverOptions(
+        port=0, limits=LIMITS, max_body_bytes=4 << 20, max_connections=4, connection_timeout=1.0
+    )
     started = Receiver(monitor, options).start()
     yield started
     started.stop()
@@ -174,3 +178,23 @@ def test_malformed_payloads_get_400_and_are_counted(
     assert post(hostile_receiver, body, headers) == 400
     assert hostile_receiver.collector.rejected == {RejectReason.MALFORMED.value: 1}
     still_serves(hostile_receiver)
+
+
+def test_idle_and_stalled_connections_cannot_hold_the_receiver(hostile_receiver: Receiver) -> None:
+    """More connections than it serves at once, idle or stalled mid-request: each is closed
+    after the connection timeout, and a real export gets through meanwhile."""
+    port = hostile_receiver.server.port
+    holders = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
+    for holder in holders[:3]:  # stalled: headers promise a body that never comes
+        holder.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"
+            b"Content-Type: application/x-protobuf\r\n\r\nabc"
+        )
+    try:
+        started = time.monotonic()
+        still_serves(hostile_receiver)
+        assert time.monotonic() - started < 10
+        wait_for(lambda: hostile_receiver.collector.rejected == {RejectReason.TIMEOUT.value: 3})
+    finally:
+        for holder in holders:
+            holder.close()

@@ -7,6 +7,7 @@ import gzip
 import http.client
 import json
 import os
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -144,3 +145,26 @@ def test_other_routes_and_media_types_are_refused_and_counted(guarded: Receiver)
     deflate = {**auth, "Content-Type": "application/x-protobuf", "Content-Encoding": "br"}
     assert request(guarded, "POST", "/v1/traces", body, **deflate)[0] == 415
     assert guarded.collector.rejected == {"not_found": 1, "unsupported_media_type": 2}
+
+
+def test_a_downstream_that_is_down_is_counted_and_the_app_still_gets_200(
+    embedded_checker: EmbeddedChecker, sink: ResultSink
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}/v1/traces"
+    receiver, monitor = _receiver(embedded_checker, sink, forward=nowhere)
+    try:
+        body = export(span(new_trace_id(), os.urandom(8)))
+        status, _ = request(
+            receiver, "POST", "/v1/traces", body, **{"Content-Type": "application/x-protobuf"}
+        )
+        assert status == 200
+        assert receiver.forwarder is not None
+        wait_for(
+            lambda: receiver.forwarder is not None and receiver.forwarder.counts["failed"] == 1
+        )
+        assert receiver.forwarder.counts["forwarded"] == 0
+    finally:
+        receiver.stop()
+        monitor.shutdown()
