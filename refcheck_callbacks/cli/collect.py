@@ -44,7 +44,8 @@ spans on untouched, so the receiver can sit between the app and its collector.
 Waiting traces are bounded (--max-open-traces, --max-spans-per-trace, --max-trace-age,
 --max-buffered-bytes); every trace given up is counted with its reason. A request that is not
 a trace export gets a 400, a body over --max-body-bytes a 413, a missing token a 401; all are
-counted. GET /v1/stats shows the counts, GET /healthz answers 200.
+counted. GET /v1/stats shows the counts, GET /healthz answers 200. With the grpc extra, OTLP/gRPC
+is served on --grpc-port as well. More: docs/collect.md.
 """
 
 
@@ -103,7 +104,7 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     check.add_argument("--checker", default="embedded", metavar="SPEC", help="default: embedded")
     check.add_argument("--extractor", default="sentence", metavar="SPEC", help="default: sentence")
     check.add_argument(
-        "--sample-rate", type=float, default=1.0,
+        "--sample-rate", type=float, default=1.0, metavar="SHARE",
         help="share of traces checked, stable per trace id (1.0)",
     )  # fmt: skip
     check.add_argument(
@@ -115,7 +116,10 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "--idle", type=float, default=5.0, metavar="SECONDS",
         help="a trace is complete when its root span arrived and no span came for this long (5)",
     )  # fmt: skip
-    traces.add_argument("--max-open-traces", type=int, default=10_000, metavar="N", help="(10000)")
+    traces.add_argument(
+        "--max-open-traces", type=int, default=10_000, metavar="N",
+        help="traces waiting at once; beyond, the least recently active is dropped (10000)",
+    )  # fmt: skip
     traces.add_argument(
         "--max-spans-per-trace", type=int, default=2_000, metavar="N",
         help="a trace with more is given up (2000)",
