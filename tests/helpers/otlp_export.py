@@ -83,3 +83,24 @@ def instrumented(instrumentor: Any, provider: TracerProvider) -> Iterator[Tracer
         yield provider
     finally:
         instrumentor.uninstrument()
+
+
+@contextmanager
+def openllmetry_instrumented(provider: TracerProvider) -> Iterator[TracerProvider]:
+    """OpenLLMetry's LangChain instrumentation on `provider` for the block. Its `uninstrument`
+    (0.62) leaves one layer of its wrappers in place (a handler that makes its spans current,
+    which would reparent later tests' spans), so the originals are put back afterwards."""
+    from langchain_core.callbacks import BaseCallbackManager
+    from langgraph.pregel import Pregel
+    from langgraph.types import Command
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+    patched = [(BaseCallbackManager, "__init__"), (Pregel, "stream"), (Pregel, "astream")]
+    patched.append((Command, "__init__"))
+    originals = [(owner, name, owner.__dict__[name]) for owner, name in patched]
+    try:
+        with instrumented(LangchainInstrumentor(), provider):
+            yield provider
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)

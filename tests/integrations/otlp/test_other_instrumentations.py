@@ -14,9 +14,8 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
-from otlp_export import instrumented, traces_done, wait_for
+from otlp_export import instrumented, openllmetry_instrumented, traces_done, wait_for
 from results import ResultSink
 
 from refcheck_callbacks import Label
@@ -40,7 +39,7 @@ def checked(receiver: Receiver, app: TracerProvider, sink: ResultSink) -> Any:
 def test_openllmetry_langchain(
     receiver: Receiver, app_tracing: TracerProvider, sink: ResultSink
 ) -> None:
-    with instrumented(LangchainInstrumentor(), app_tracing):
+    with openllmetry_instrumented(app_tracing):
         chain = rag_chain(
             KeywordRetriever(documents=CORPUS), FakeListChatModel(responses=[CONTRADICTING])
         )
