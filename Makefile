@@ -32,7 +32,7 @@ export REFCHECK_DATA_DIR ?= $(SHARED_DATA)
 endif
 
 .PHONY: setup system-deps demo test lint lock lock-upgrade test-latest bench bench-langchain \
-	bench-checkers phoenix-venv
+	bench-checkers phoenix-venv node-app bench-collect
 
 setup: $(VENV)/.installed
 
@@ -57,11 +57,14 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 		-e '.[all,serve,dev]' || { echo "pyproject.toml needs packages $(LOCK) lacks: run make lock" >&2; exit 1; }
 	touch $@
 
-# Debian packages the tests use for real: Prometheus + promtool, headless Chromium.
+# Debian packages the tests use for real: Prometheus + promtool, headless Chromium, Node.js and
+# npm (the LangChain.js app that exports its traces to `refcheck collect`).
 system-deps:
 	@missing=""; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
@@ -77,6 +80,14 @@ $(PHOENIX_VENV)/.installed: $(PHOENIX_LOCK)
 	rm -rf $(PHOENIX_VENV)
 	$(PYTHON) -m venv $(PHOENIX_VENV)
 	$(PHOENIX_VENV)/bin/python -m pip install -q --require-hashes --no-deps -r $(PHOENIX_LOCK)
+	touch $@
+
+# The LangChain.js test app's packages, exactly as its package-lock.json says (npm ci).
+NODE_APP := tests/integrations/otlp/node_app
+node-app: $(NODE_APP)/node_modules/.installed
+
+$(NODE_APP)/node_modules/.installed: $(NODE_APP)/package-lock.json | system-deps
+	cd $(NODE_APP) && npm ci --no-audit --no-fund
 	touch $@
 
 # uv resolves the locks; it runs from its own small virtualenv (pinned in requirements/uv.txt)
@@ -110,7 +121,7 @@ lock-upgrade:
 # 2.13.0 CPU build of requirements/constraints.in), in .venv-latest: drift found on purpose,
 # not part of CI. Prints which versions differ from the lock first.
 LATEST_VENV := .venv-latest
-test-latest: $(UV_VENV)/.installed setup system-deps phoenix-venv
+test-latest: $(UV_VENV)/.installed setup system-deps phoenix-venv node-app
 	rm -rf $(LATEST_VENV)
 	$(PYTHON) -m venv $(LATEST_VENV)
 	$(UV) pip compile -q --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
@@ -131,7 +142,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy refcheck_callbacks
 
-test: setup system-deps phoenix-venv lint
+test: setup system-deps phoenix-venv node-app lint
 	$(VENV)/bin/pytest -q -rs
 
 bench: setup
@@ -140,6 +151,10 @@ bench: setup
 # What the LangChain handler adds to a chain's invoke, beside OpenInference's tracer.
 bench-langchain: setup
 	$(PY) benchmarks/langchain_overhead.py
+
+# What `refcheck collect` ingests and checks on this machine (see docs/collect.md).
+bench-collect: setup
+	$(PY) benchmarks/collect_throughput.py
 
 # Checker quality: the embedded checker on every labelled set in $REFCHECK_DATA_DIR; writes
 # bench-results/bench.json and bench-results/bench.html (see docs/bench.md).

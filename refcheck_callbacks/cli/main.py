@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
 from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade
+from refcheck_callbacks.cli.collect import add_collect_command
 from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
     describe,
@@ -58,6 +59,7 @@ Claim-level hallucination checks of answers against their references.
   refcheck calibrate --input labelled.jsonl --output calibration.json
   refcheck alert-rules --set share_test.z=4 --output refcheck-alerts.yml
   refcheck serve --checker nli:MODEL --num-gpus 1
+  refcheck collect --port 4318 --export-endpoint http://otel-collector:4318
   refcheck data download
   refcheck demo
 
@@ -246,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     alert_rules.add_command(commands)
     calibrate.add_command(commands)
     add_serve_command(commands)
+    add_collect_command(commands)
     add_data_command(commands)
     demo = commands.add_parser(
         "demo",

@@ -64,6 +64,9 @@ class SkipReason(str, Enum):
     """A streamed answer was never read to its end within its time to live (LlamaIndex)."""
     UNINSTRUMENTED = "uninstrumented"
     """The integration was removed while the query was open."""
+    TRACE_UNPAIRED = "trace_unpaired"
+    """A received trace (`refcheck collect`) whose shape no pairing rule covers: no span of a
+    known convention (OpenInference, OpenLLMetry, GenAI) wrote an answer. Never guessed."""
 
 
 class DropReason(str, Enum):
@@ -84,6 +87,13 @@ class DropReason(str, Enum):
     `shutdown` first."""
     WORKER_CRASH = "worker_crash"
     """Accepted, but the worker lost it to a failure of refcheck's own (a bug: see the log)."""
+    TRACE_OVERFLOW = "trace_overflow"
+    """A received trace pushed out of the receiver's memory (`--max-open-traces` or
+    `--max-buffered-bytes` reached): the least recently active one is given up."""
+    TRACE_TOO_LARGE = "trace_too_large"
+    """A received trace with more spans than `--max-spans-per-trace`."""
+    TRACE_EXPIRED = "trace_expired"
+    """A received trace whose root span never arrived within `--max-trace-age`."""
 
 
 LOST_REASONS = (
@@ -109,6 +119,26 @@ class ErrorReason(str, Enum):
     """`monitor.feedback` itself raised (a bug of ours: see the log); the verdict is lost."""
     LANGCHAIN_CALLBACK = "langchain_callback"
     LLAMAINDEX_CALLBACK = "llamaindex_callback"
+    TRACE_PAIRING = "trace_pairing"
+    """Reading a received trace's spans raised (`refcheck collect`); the trace is not checked."""
+
+
+class RejectReason(str, Enum):
+    """Why `refcheck collect` refused an export request (counted per request, not per answer:
+    the receiver's `GET /v1/stats` and its log)."""
+
+    MALFORMED = "malformed"
+    """The body is not an OTLP trace export (broken protobuf or JSON, bad gzip): 400."""
+    TOO_LARGE = "too_large"
+    """The body, or its decompressed form, exceeds `--max-body-bytes`: 413."""
+    UNAUTHORIZED = "unauthorized"
+    """No or wrong bearer token: 401."""
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    """Neither application/x-protobuf nor application/json, or an encoding other than gzip: 415."""
+    NOT_FOUND = "not_found"
+    """A path other than /v1/traces: 404."""
+    TIMEOUT = "timeout"
+    """The body did not arrive within `--connection-timeout`: the connection is closed."""
 
 
 class FeedbackReason(str, Enum):

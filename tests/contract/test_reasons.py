@@ -16,6 +16,7 @@ from refcheck_callbacks.contract.reasons import (
     DropReason,
     ErrorReason,
     FeedbackReason,
+    RejectReason,
     SkipReason,
     Tally,
     reason_label,
@@ -29,15 +30,19 @@ SHIPPED = {
     SkipReason: {
         "sampled_out", "no_references", "no_answer", "unpaired", "run_error", "run_cancelled",
         "answer_incomplete", "run_expired", "query_error", "stream_incomplete", "stream_error",
-        "stream_not_read", "uninstrumented",
+        "stream_not_read", "uninstrumented", "trace_unpaired",
     },
     DropReason: {
         "queue_full", "shutdown", "run_overflow", "shutdown_timeout", "exit", "signal",
-        "worker_crash",
+        "worker_crash", "trace_overflow", "trace_too_large", "trace_expired",
     },
     ErrorReason: {
         "submit", "exporter", "on_result", "langchain_callback", "llamaindex_callback",
-        "feedback",
+        "feedback", "trace_pairing",
+    },
+    RejectReason: {
+        "malformed", "too_large", "unauthorized", "unsupported_media_type", "not_found",
+        "timeout",
     },
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
 }  # fmt: skip

@@ -1,0 +1,143 @@
+"""Received spans in, answers out: the trace receiver's side of the `AnswerSink` contract.
+
+`TraceCollector.receive` hands decoded spans to the `TraceAssembly`; a sweeper thread finishes
+complete traces, reads each one's shape (`pairing.shape_of`) and submits it to the sink with
+the app's trace context: the evaluation span is a child of the trace's root span, so a trace
+back end shows it on the app's own trace. A trace that fits no rule is counted skipped
+(`trace_unpaired`), one given up for memory or age dropped by its reason, one whose spans
+could not be read errored (`trace_pairing`): every trace received is submitted or counted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from refcheck_callbacks.contract.answers import AnswerSink
+from refcheck_callbacks.contract.reasons import (
+    DropReason,
+    ErrorReason,
+    RejectReason,
+    SkipReason,
+)
+from refcheck_callbacks.integrations.otlp import decode
+from refcheck_callbacks.integrations.otlp.pairing import shape_of
+from refcheck_callbacks.integrations.otlp.traces import OpenTrace, TraceAssembly, TraceLimits
+from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.types import TraceContext
+
+SOURCE = "otlp"
+"""`refcheck.source` in the metadata of every answer the receiver submits."""
+
+
+class TraceCollector:
+    def __init__(
+        self,
+        sink: AnswerSink,
+        limits: TraceLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sink = sink
+        self.assembly = TraceAssembly(limits or TraceLimits(), self._complete, self._drop, clock)
+        self.traces: Counter[str] = Counter()
+        """Traces by what became of them: submitted (queued for checking), not_queued (the
+        sink did not queue it: sampled out, or dropped, each counted by the sink under its
+        reason), and the skip, drop and error reasons above."""
+        self.rejected: Counter[str] = Counter()
+        """Export requests refused, by `RejectReason`."""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sweeper: threading.Thread | None = None
+
+    # -- intake ------------------------------------------------------------------------------
+
+    def receive(self, request: ExportTraceServiceRequest) -> None:
+        """Take the spans of a decoded export request."""
+        self.assembly.add(decode.spans_of(request, self.assembly.admit))
+
+    def reject(self, reason: RejectReason) -> None:
+        with self._lock:
+            self.rejected[reason.value] += 1
+
+    # -- completion --------------------------------------------------------------------------
+
+    def _count(self, outcome: str) -> None:
+        with self._lock:
+            self.traces[outcome] += 1
+
+    def _drop(self, trace: OpenTrace, reason: DropReason) -> None:
+        self._count(reason.value)
+        self.sink.dropped(reason)
+
+    def _complete(self, trace: OpenTrace) -> None:
+        root = trace.root
+        assert root is not None, "a complete trace has its root"
+        try:
+            shape = shape_of(trace)
+        except Exception:  # a hostile trace must not stop the sweeper
+            logger.exception("refcheck collect: reading trace %s failed", trace.trace_id)
+            self._count(ErrorReason.TRACE_PAIRING.value)
+            self.sink.errored(ErrorReason.TRACE_PAIRING)
+            return
+        if shape is None:
+            self._count(SkipReason.TRACE_UNPAIRED.value)
+            self.sink.skipped(SkipReason.TRACE_UNPAIRED)
+            return
+        accepted = self.sink.submit(
+            question=shape.question,
+            pairing=shape.pairing,
+            trace_context=TraceContext(trace_id=trace.trace_id, span_id=root.span_id),
+            metadata={"refcheck.source": SOURCE, "refcheck.trace.convention": shape.convention},
+        )
+        self._count("submitted" if accepted else "not_queued")
+
+    # -- sweeper -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread that finishes complete traces."""
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(
+                target=self._sweep_loop, name="refcheck-collect-sweeper", daemon=True
+            )
+            self._sweeper.start()
+
+    def _sweep_loop(self) -> None:
+        interval = min(max(self.assembly.limits.idle / 4, 0.02), 1.0)
+        while not self._stop.wait(interval):
+            try:
+                self.assembly.sweep()
+            except Exception:
+                logger.exception("refcheck collect: sweeping traces failed")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the sweeper, then submit every open trace whose root arrived and count the
+        rest dropped (`shutdown`)."""
+        self._stop.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout)
+        for trace in self.assembly.drain():
+            if trace.root is not None:
+                self._complete(trace)
+            else:
+                self._drop(trace, DropReason.SHUTDOWN)
+
+    def stats(self) -> dict[str, Any]:
+        """What `GET /v1/stats` answers."""
+        spans = self.assembly.spans
+        with self._lock:
+            return {
+                "open_traces": self.assembly.open_traces,
+                "buffered_bytes": self.assembly.buffered_bytes,
+                "spans": {
+                    "received": spans.received,
+                    "late": spans.late,
+                    "given_up": spans.given_up,
+                },
+                "traces": dict(self.traces),
+                "rejected_requests": dict(self.rejected),
+            }

@@ -1,0 +1,214 @@
+"""An OTLP trace export request (protobuf or JSON, gzip or not) into the spans pairing reads.
+
+Only what a pairing rule reads is kept of a span: its ids, name, times, and the attributes and
+events of the conventions we know (`KEPT_PREFIXES`). An HTTP or database span of the app costs
+a few hundred bytes while its trace waits. `size` estimates what a span holds, so the receiver
+can bound its memory in bytes. Bodies are decompressed with a cap, so a small gzip body cannot
+expand beyond `max_bytes`. Parsing is linear in the body (protobuf, `json.loads`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+KEPT_PREFIXES = (
+    "input.",
+    "output.",
+    "llm.",
+    "retrieval.",
+    "reranker.",
+    "openinference.",
+    "traceloop.",
+    "gen_ai.",
+)
+"""Attribute (and event) names the pairing rules read: OpenInference, OpenLLMetry, GenAI."""
+_SPAN_OVERHEAD = 600
+"""Bytes a kept span costs beyond its attributes (the object, its id strings, its dict and
+list): measured with tracemalloc (benchmarks/collect_throughput.py)."""
+_ATTRIBUTE_OVERHEAD = 120
+"""Bytes an attribute costs beyond its characters (two str objects, a dict slot)."""
+_MAX_DEPTH = 8
+"""Nesting of array / kvlist values read; deeper values are left out."""
+
+
+class PayloadError(ValueError):
+    """A body that is not an OTLP trace export. Internal to the receiver (it becomes a 400),
+    so not part of the public `RefCheckError` tree."""
+
+
+class PayloadTooLarge(ValueError):
+    """A body whose decompressed form exceeds the limit (a 413)."""
+
+
+class UnsupportedEncoding(ValueError):
+    """A Content-Encoding other than gzip (a 415)."""
+
+
+@dataclass(slots=True)
+class ReceivedSpan:
+    """One span, as much of it as pairing reads."""
+
+    trace_id: str
+    """32 lowercase hex digits."""
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    events: list[tuple[str, dict[str, Any]]]
+    size: int
+    """Estimated bytes held (strings plus a fixed overhead)."""
+
+
+def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
+    """The body, gunzipped when `encoding` says gzip, never longer than `max_bytes`."""
+    if not encoding or encoding == "identity":
+        if len(body) > max_bytes:
+            raise PayloadTooLarge(f"body of {len(body)} bytes exceeds {max_bytes}")
+        return body
+    if encoding != "gzip":
+        raise UnsupportedEncoding(f"unsupported Content-Encoding {encoding!r} (gzip or none)")
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        data = inflate.decompress(body, max_bytes + 1)
+    except zlib.error as exc:
+        raise PayloadError(f"bad gzip body: {exc}") from exc
+    if len(data) > max_bytes or inflate.unconsumed_tail:
+        raise PayloadTooLarge(f"decompressed body exceeds {max_bytes} bytes")
+    if not inflate.eof:
+        raise PayloadError("truncated gzip body")
+    return data
+
+
+def parse(data: bytes, content_type: str) -> ExportTraceServiceRequest:
+    """An export request from its protobuf or OTLP/JSON encoding."""
+    request = ExportTraceServiceRequest()
+    if content_type == PROTOBUF:
+        try:
+            request.ParseFromString(data)
+        except (DecodeError, ValueError, RecursionError) as exc:
+            raise PayloadError(f"broken protobuf: {exc}") from exc
+        return request
+    try:
+        document = json.loads(data)
+        json_format.ParseDict(_ids_as_base64(document), request, ignore_unknown_fields=True)
+    except (ValueError, json_format.ParseError, RecursionError, TypeError) as exc:
+        raise PayloadError(f"not an OTLP/JSON trace export: {exc}") from exc
+    return request
+
+
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+
+
+def _ids_as_base64(document: Any) -> Any:
+    """OTLP/JSON writes span and trace ids in hex; protobuf's JSON mapping reads bytes as
+    base64. Rewrites the ids of spans and links in place."""
+    if not isinstance(document, dict):
+        raise PayloadError("an OTLP/JSON export is an object")
+    for resource in _list(document.get("resourceSpans")):
+        for scope in _list(_get(resource, "scopeSpans")):
+            for span in _list(_get(scope, "spans")):
+                _hex_ids(span)
+                for link in _list(_get(span, "links")):
+                    _hex_ids(link)
+    return document
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _hex_ids(item: Any) -> None:
+    if not isinstance(item, dict):
+        return
+    for key in _ID_FIELDS:
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            try:
+                item[key] = base64.b64encode(bytes.fromhex(value)).decode()
+            except ValueError as exc:
+                raise PayloadError(f"{key} {value[:40]!r} is not hex") from exc
+
+
+def spans_of(
+    request: ExportTraceServiceRequest, admit: Callable[[str], bool] = lambda _: True
+) -> Iterator[ReceivedSpan]:
+    """The spans of an export request that `admit(trace_id)` takes; those without a valid
+    trace or span id are left out. A span not admitted is not read further."""
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    continue
+                trace_id = span.trace_id.hex()
+                if not admit(trace_id):
+                    continue
+                attributes, size = _kept(span.attributes)
+                events = []
+                for event in span.events:
+                    if event.name.startswith(KEPT_PREFIXES):
+                        event_attributes, event_size = _kept(event.attributes)
+                        events.append((event.name, event_attributes))
+                        size += event_size
+                parent = span.parent_span_id.hex() if len(span.parent_span_id) == 8 else None
+                yield ReceivedSpan(
+                    trace_id=trace_id,
+                    span_id=span.span_id.hex(),
+                    parent_id=parent,
+                    name=span.name[:200],
+                    start_ns=span.start_time_unix_nano,
+                    end_ns=span.end_time_unix_nano,
+                    attributes=attributes,
+                    events=events,
+                    size=size + _SPAN_OVERHEAD,
+                )
+
+
+def _kept(attributes: Any) -> tuple[dict[str, Any], int]:
+    kept: dict[str, Any] = {}
+    size = 0
+    for pair in attributes:
+        if pair.key.startswith(KEPT_PREFIXES):
+            value, value_size = _value(pair.value, 0)
+            kept[pair.key] = value
+            size += len(pair.key) + value_size + _ATTRIBUTE_OVERHEAD
+    return kept, size
+
+
+def _value(value: AnyValue, depth: int) -> tuple[Any, int]:
+    """A Python value and its size in bytes (estimated)."""
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value, len(value.string_value)
+    if which in ("bool_value", "int_value", "double_value"):
+        return getattr(value, which), 8
+    if which == "bytes_value":
+        return None, 0
+    if depth >= _MAX_DEPTH:
+        return None, 0
+    if which == "array_value":
+        items = [_value(v, depth + 1) for v in value.array_value.values]
+        return [v for v, _ in items], sum(s for _, s in items) + 8 * len(items)
+    if which == "kvlist_value":
+        pairs: list[KeyValue] = list(value.kvlist_value.values)
+        converted = {p.key: _value(p.value, depth + 1) for p in pairs}
+        size = sum(len(k) + s for k, (_, s) in converted.items())
+        return {k: v for k, (v, _) in converted.items()}, size
+    return None, 0

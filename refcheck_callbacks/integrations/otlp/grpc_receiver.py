@@ -1,0 +1,72 @@
+"""The OTLP/gRPC trace receiver (port 4317), with the `grpc` extra: the same collector, limits,
+token and counts as the HTTP one.
+
+The method takes the raw request bytes and decodes them itself, so that a broken message is
+answered INVALID_ARGUMENT and counted `malformed` like an HTTP 400, rather than failing inside
+gRPC uncounted. gRPC refuses messages over `max_body_bytes` itself (RESOURCE_EXHAUSTED).
+"""
+
+from __future__ import annotations
+
+import hmac
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from refcheck_callbacks.contract.reasons import RejectReason
+from refcheck_callbacks.integrations.otlp import decode
+from refcheck_callbacks.integrations.otlp.collector import TraceCollector
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class GrpcReceiver:
+    def __init__(
+        self,
+        collector: TraceCollector,
+        host: str,
+        port: int,
+        token: str | None = None,
+        max_body_bytes: int = 16 << 20,
+        workers: int = 4,
+    ) -> None:
+        self.collector = collector
+        self.token = token
+        self.server = grpc.server(
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="refcheck-collect-grpc"),
+            options=[("grpc.max_receive_message_length", max_body_bytes)],
+            maximum_concurrent_rpcs=4 * workers,
+        )
+        handler = grpc.unary_unary_rpc_method_handler(self._export)
+        self.server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
+        )
+        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        if self.port == 0:
+            raise OSError(f"cannot bind the gRPC receiver to {host}:{port}")
+
+    def start(self) -> None:
+        self.server.start()
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.server.stop(grace).wait()
+
+    def _export(self, body: bytes, context: Any) -> bytes:
+        if not self._authorized(context):
+            self.collector.reject(RejectReason.UNAUTHORIZED)
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a bearer token is required")
+        try:
+            request = decode.parse(body, decode.PROTOBUF)
+        except decode.PayloadError as exc:
+            self.collector.reject(RejectReason.MALFORMED)
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        self.collector.receive(request)
+        return bytes(ExportTraceServiceResponse().SerializeToString())
+
+    def _authorized(self, context: Any) -> bool:
+        if self.token is None:
+            return True
+        given = dict(context.invocation_metadata()).get("authorization", "")
+        return hmac.compare_digest(str(given).encode(), f"Bearer {self.token}".encode())

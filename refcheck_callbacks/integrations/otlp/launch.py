@@ -1,0 +1,89 @@
+"""A running receiver: the collector, the HTTP (and gRPC) server and the optional forwarder,
+started and stopped together, submitting to an `AnswerSink` (what `refcheck collect` runs with
+a `RefCheckMonitor`; tests start one in-process)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from refcheck_callbacks.contract.answers import AnswerSink
+from refcheck_callbacks.integrations.otlp.collector import TraceCollector
+from refcheck_callbacks.integrations.otlp.forward import Forwarder
+from refcheck_callbacks.integrations.otlp.http_receiver import (
+    DEFAULT_MAX_BODY_BYTES,
+    ReceiverServer,
+)
+from refcheck_callbacks.integrations.otlp.traces import TraceLimits
+
+if TYPE_CHECKING:
+    from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
+
+
+@dataclass
+class ReceiverOptions:
+    host: str = "127.0.0.1"
+    port: int = 4318
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    forward: str | None = None
+    """URL the received export requests are posted to, untouched (…/v1/traces)."""
+    limits: TraceLimits = field(default_factory=TraceLimits)
+    max_connections: int = 32
+    """Connections served at once; more wait in the listen backlog."""
+    connection_timeout: float = 10.0
+    """Seconds a connection may sit idle or stall mid-request before it is closed."""
+    grpc_port: int | None = None
+    """OTLP/gRPC port (the `grpc` extra); None: HTTP only."""
+
+
+class Receiver:
+    """Binds when built; `start` serves in threads; `stop` submits the open traces whose root
+    arrived to the sink (and counts the rest) and stops. The sink is not shut down."""
+
+    def __init__(self, sink: AnswerSink, options: ReceiverOptions) -> None:
+        self.sink = sink
+        self.options = options
+        self.collector = TraceCollector(sink, options.limits)
+        self.forwarder = None if options.forward is None else Forwarder(options.forward)
+        self.server = ReceiverServer(
+            (options.host, options.port),
+            self.collector,
+            token=options.token,
+            max_body_bytes=options.max_body_bytes,
+            forwarder=self.forwarder,
+            max_connections=options.max_connections,
+            timeout=options.connection_timeout,
+        )
+        self.grpc: GrpcReceiver | None = None
+        if options.grpc_port is not None:
+            from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
+
+            self.grpc = GrpcReceiver(
+                self.collector, options.host, options.grpc_port, options.token,
+                options.max_body_bytes,
+            )  # fmt: skip
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="refcheck-collect-http", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.options.host}:{self.server.port}"
+
+    def start(self) -> Receiver:
+        self.collector.start()
+        self._thread.start()
+        if self.grpc is not None:
+            self.grpc.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self.grpc is not None:
+            self.grpc.stop()
+        self.collector.close()
+        if self.forwarder is not None:
+            self.forwarder.close()

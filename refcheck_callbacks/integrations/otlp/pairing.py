@@ -1,0 +1,123 @@
+"""The rules that pair a received trace's question, answer and references: the callbacks' rules,
+read from spans.
+
+- Question: the input of the outermost span that has one (the root's, unless the root is, say,
+  an HTTP server span that records none): the user's text, never a retriever's query.
+- Answer: that same span's output when it is text (what the user got); else the answering
+  model call's output.
+- The answering model call: among the trace's model calls, the last one whose prompt shows a
+  retrieved document; else the last one.
+- References: the retrieved documents (retrievers, rerankers, GenAI retrieval spans) whose
+  text is in the answering call's prompt (`shared.prompt_match`). None there: nothing to check
+  against, counted `no_references`.
+
+A trace with no model call, or none that wrote text and no text output above it, fits no rule:
+`shape_of` returns None and the receiver counts it `trace_unpaired`. Reading which documents
+reached which prompt is linear in the prompts and documents, and happens in the monitor's
+worker (`TracePairing.pair`), after sampling, never on the receiver's request path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refcheck_callbacks.contract.answers import Paired, Pairing
+from refcheck_callbacks.integrations.otlp.conventions import Document, SpanView, views
+from refcheck_callbacks.integrations.otlp.traces import OpenTrace
+from refcheck_callbacks.integrations.shared import prompt_match
+
+_SAW_CHECK_DOCUMENTS = 20
+"""Documents tried per model call when telling which one saw the context."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceShape:
+    """What a trace's spans tell without reading prompts, and the pairing left to the worker."""
+
+    question: str | None
+    convention: str
+    pairing: TracePairing
+
+
+@dataclass(slots=True)
+class TracePairing(Pairing):
+    llms: list[SpanView]
+    """Model calls, in order of their end."""
+    documents: list[Document]
+    output: str | None
+    """The outermost span's text output, if any."""
+
+    def pair(self) -> Paired | None:
+        answering, prompt = self._answering()
+        references = _shown(self.documents, prompt)
+        if not references:
+            return None
+        answer = self.output or answering.generated
+        return Paired(answer, references, answering.model, answering.response_id)
+
+    def _answering(self) -> tuple[SpanView, str]:
+        probes = self.documents[:_SAW_CHECK_DOCUMENTS]
+        last = None
+        for llm in reversed(self.llms):
+            prompt = prompt_match.normalize("\n".join(llm.prompt))
+            if last is None:
+                last = (llm, prompt)
+            if prompt_match.any_in_prompt((d.text for d in probes), prompt):
+                return llm, prompt
+        assert last is not None, "a shape has a model call"
+        return last
+
+
+def _shown(documents: Sequence[Document], prompt: str) -> list[dict[str, Any]]:
+    """The documents `prompt` shows, each text once (a later copy fills a missing id/score)."""
+    if not prompt:
+        return []
+    shown: dict[str, dict[str, Any]] = {}
+    for document in documents:
+        key = prompt_match.normalize(document.text)
+        seen = shown.get(key)
+        if seen is not None:
+            seen["id"] = seen["id"] or document.id
+            seen["score"] = document.score if seen["score"] is None else seen["score"]
+        elif prompt_match.in_prompt(document.text, prompt):
+            shown[key] = {"text": document.text, "id": document.id, "score": document.score}
+    return list(shown.values())
+
+
+def shape_of(trace: OpenTrace) -> TraceShape | None:
+    """The trace's shape, or None when no rule covers it (unpaired)."""
+    read = views(trace.spans)
+    llms = sorted((v for v in read if v.is_llm), key=lambda v: v.span.end_ns)
+    if not llms:
+        return None
+    depth = _depths(read)
+    outer = sorted(read, key=lambda v: depth[v.span.span_id])
+    question = next((v.input for v in outer if v.input), None)
+    output = next((v.output for v in outer if v.output), None)
+    if output is None and not any(llm.generated for llm in llms):
+        return None
+    documents = [d for v in read for d in v.documents]
+    conventions = {v.convention for v in [*llms, *outer] if v.convention}
+    convention = "+".join(sorted(conventions))
+    return TraceShape(question, convention, TracePairing(llms, documents, output))
+
+
+def _depths(read: Sequence[SpanView]) -> dict[str, int]:
+    """Each span's distance from the top of its trace (a span whose parent was not received
+    counts as a top), in linear time: parents are resolved with memoisation, cycles cut."""
+    parent = {v.span.span_id: v.span.parent_id for v in read}
+    depth: dict[str, int] = {}
+    for start in parent:
+        path: list[str] = []
+        on_path: set[str] = set()
+        node: str | None = start
+        while node is not None and node in parent and node not in depth and node not in on_path:
+            path.append(node)
+            on_path.add(node)
+            node = parent[node]
+        base = depth[node] if node is not None and node in depth else -1
+        for offset, member in enumerate(reversed(path), start=1):
+            depth[member] = base + offset
+    return depth

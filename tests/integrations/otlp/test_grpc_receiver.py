@@ -1,0 +1,62 @@
+"""OTLP/gRPC (the `grpc` extra): a gRPC client calling the collector's TraceService/Export on
+the receiver's gRPC port delivers spans like the HTTP front does; a broken message and a
+missing token are refused and counted."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from otlp_export import export, new_trace_id, span
+
+from refcheck_callbacks import RefCheckMonitor
+from refcheck_callbacks.contract.reasons import RejectReason
+from refcheck_callbacks.integrations.otlp.grpc_receiver import SERVICE
+from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOptions
+from refcheck_callbacks.integrations.otlp.traces import TraceLimits
+
+TOKEN = "grpc-token"
+
+
+@pytest.fixture
+def grpc_receiver() -> Iterator[Receiver]:
+    monitor = RefCheckMonitor(checker="embedded", exporters=[], placement="thread")
+    options = ReceiverOptions(port=0, grpc_port=0, token=TOKEN, limits=TraceLimits(idle=60))
+    receiver = Receiver(monitor, options).start()
+    yield receiver
+    receiver.stop()
+    monitor.shutdown()
+
+
+def export_call(receiver: Receiver) -> grpc.UnaryUnaryMultiCallable:
+    assert receiver.grpc is not None
+    channel = grpc.insecure_channel(f"127.0.0.1:{receiver.grpc.port}")
+    return channel.unary_unary(f"/{SERVICE}/Export")
+
+
+def test_an_export_with_the_token_is_taken(grpc_receiver: Receiver) -> None:
+    trace_id = new_trace_id()
+    body = export(span(trace_id, os.urandom(8)), span(trace_id, os.urandom(8), os.urandom(8)))
+    reply = export_call(grpc_receiver)(body, metadata=[("authorization", f"Bearer {TOKEN}")])
+    assert reply == b""  # an empty ExportTraceServiceResponse
+    assert grpc_receiver.collector.assembly.spans.received == 2
+    assert grpc_receiver.collector.assembly.open_traces == 1
+
+
+def test_broken_messages_and_missing_tokens_are_refused_and_counted(
+    grpc_receiver: Receiver,
+) -> None:
+    call = export_call(grpc_receiver)
+    with pytest.raises(grpc.RpcError) as refused:
+        call(export(span(new_trace_id(), os.urandom(8))))
+    assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.RpcError) as broken:
+        call(b"\x0a\xff\xff\xff\xff\x0f", metadata=[("authorization", f"Bearer {TOKEN}")])
+    assert broken.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert grpc_receiver.collector.rejected == {
+        RejectReason.UNAUTHORIZED.value: 1,
+        RejectReason.MALFORMED.value: 1,
+    }
+    assert grpc_receiver.collector.assembly.spans.received == 0
