@@ -193,7 +193,7 @@ class _Reader:
             and not self.shouting
             and (
                 not token.opens_sentence
-                or self._capitalised_at(index + 1)
+                or (self._capitalised_at(index + 1) and not self.tokens[index + 1].after_break)
                 or self._uniquely_described(index)
             )
         ):
@@ -320,7 +320,7 @@ class _Reader:
         other = low if quantity.other is None else quantity.other * factor
         low, high = min(low, other), max(low, other)
         tolerance = quantity.tolerance * factor
-        before = {self.word(quantity.first - 1), self.word(quantity.first - 2)}
+        before = self._hedge(quantity.first)
         if before & APPROXIMATE:
             tolerance = max(tolerance, 0.1 * abs(high))
         elif before & AT_MOST:
@@ -344,6 +344,14 @@ class _Reader:
             )
         )
         return last + 1
+
+    def _hedge(self, first: int) -> set[str]:
+        """The two words before a figure that may hedge or bound it (`about`, `more than`,
+        `up to`); `up` alone is a change (`up 19.4%`), not a bound."""
+        before = {self.word(first - 1), self.word(first - 2)}
+        if "up" in before and self.word(first - 1) != "to":
+            before.discard("up")
+        return before
 
     def _capitalised_at(self, index: int) -> bool:
         return index < len(self.tokens) and _capitalised(self.tokens[index])
