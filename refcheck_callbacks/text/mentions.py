@@ -193,7 +193,7 @@ class _Reader:
             and not self.shouting
             and (
                 not token.opens_sentence
-                or (self._capitalised_at(index + 1) and not self.tokens[index + 1].after_break)
+                or self._name_runs_on(index)
                 or self._uniquely_described(index)
             )
         ):
@@ -345,6 +345,26 @@ class _Reader:
         )
         return last + 1
 
+    def _name_runs_on(self, index: int) -> bool:
+        """A name's word follows without a break (`New York is`, `Theresa May said`)."""
+        following = index + 1
+        return (
+            following < len(self.tokens)
+            and not self.tokens[following].after_break
+            and (self._capitalised_at(following) or self._family_name_at(following))
+        )
+
+    def _family_name_at(self, index: int) -> bool:
+        """A month's name after a name's word and before no figure is a family name
+        (`Jonny May`, `Theresa May`), not a date (`May 7`, `in May 2019`)."""
+        token = self.tokens[index]
+        return (
+            token.text[0].isupper()
+            and _strip_possessive(token.lower) in MONTHS
+            and not self.is_digits(index + 1)
+            and not self.is_digits(index - 2)
+        )
+
     def _hedge(self, first: int) -> set[str]:
         """The two words before a figure that may hedge or bound it (`about`, `more than`,
         `up to`); `up` alone is a change (`up 19.4%`), not a bound."""
@@ -359,7 +379,7 @@ class _Reader:
     def _name(self, index: int) -> int:
         last = index
         while last + 1 < len(self.tokens) and not self.tokens[last + 1].after_break:
-            if self._capitalised_at(last + 1):
+            if self._capitalised_at(last + 1) or self._family_name_at(last + 1):
                 last += 1
             elif self.word(last + 1) in NAME_JOINERS and self._capitalised_at(last + 2):
                 last += 2

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from refcheck_callbacks.check.conflict.kinds import of_mention
 from refcheck_callbacks.text.agreement import names_agree, values_agree
 from refcheck_callbacks.text.lexical import NEGATIONS, STOPWORDS, has_negation
-from refcheck_callbacks.text.mention_words import COUNT_NOUNS
+from refcheck_callbacks.text.mention_words import COUNT_NOUNS, GENERIC_NAME_WORDS
 from refcheck_callbacks.text.mentions import Mention, Token, mentions, tokenize
 from refcheck_callbacks.text.spans import sentence_spans
 from refcheck_callbacks.text.subjects import leading_pronoun, subject
@@ -377,7 +377,7 @@ class _Claim:
             and sum(_same_sort(o, mention) for o in unstated) == 1
         )
         share = len(context & sentence.content) / len(context) if context else 0.0
-        absent = mention.kind == "name" and not references.holding(_stem(w) for w in mention.words)
+        absent = mention.kind == "name" and _unmentioned(mention, references)
         negated = _negated_near(self.tokens, mention)
         reach = ANCHOR_WORDS * (TERM_REACH if mention.kind == "term" else 1)
         for other in unstated:
@@ -386,6 +386,13 @@ class _Claim:
                 anchors = len(before & other_before) + len(after & other_after)
                 swapped = anchors >= 2 and _apart(mention, other, sentence) if displaced else None
                 yield Candidate(mention, sentence, other, anchors, alone, share, absent, swapped)
+
+
+def _unmentioned(name: Mention, references: ParsedReferences) -> bool:
+    """No reference sentence holds a distinctive word of the name: `Neel Mukherjee` is
+    mentioned where a page says `Mukherjee`, `Bobby Brown` where it says `Brown`."""
+    distinctive = [w for w in name.words if w not in GENERIC_NAME_WORDS] or list(name.words)
+    return not any(_stem(word) in references.by_word for word in distinctive)
 
 
 def _apart(mention: Mention, other: Mention, sentence: _Sentence) -> bool:
