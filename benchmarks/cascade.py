@@ -55,8 +55,8 @@ from refcheck_callbacks.bench.runner import check_examples, gold_supported, subs
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage, Certainty
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.check.judge.checker import LLMChecker
-from refcheck_callbacks.cli.progress import Progress
 from refcheck_callbacks.llm.client import LLMClient, RetryPolicy
+from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import Label, Verdict
 
 SIMULATED = "simulated judge (loopback server answering gold labels at a set accuracy)"

@@ -64,7 +64,7 @@ def phase_submit(submits: int) -> dict[str, float]:
     from refcheck_callbacks import RefCheckMonitor
 
     items = workload(50)
-    monitor = RefCheckMonitor(max_queue=submits + 10, exporters=[])
+    monitor = RefCheckMonitor(max_queue=submits + 10, exporters=[], placement="thread")
     monitor.check(answer=items[0]["answer"], references=items[0]["refs"])  # load the model
     costs = []
     for i in range(submits):
@@ -87,7 +87,9 @@ def phase_throughput(answers: int) -> dict[str, float]:
 
     queued_items = workload(answers, seed=29)
     direct_items = workload(answers, seed=31)  # other texts: no cache helps the second pass
-    with RefCheckMonitor(max_queue=answers + 10, exporters=[], batch_size=16) as monitor:
+    with RefCheckMonitor(
+        max_queue=answers + 10, exporters=[], batch_size=16, placement="thread"
+    ) as monitor:
         warm = workload(1, seed=1)[0]
         monitor.check(answer=warm["answer"], references=warm["refs"])  # load the model
         t0 = time.perf_counter()

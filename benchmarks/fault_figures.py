@@ -82,7 +82,7 @@ def _components() -> tuple[type, type]:
 def _counting_exporter(path: Path) -> Any:
     """An exporter that writes every count the monitor records, line by line (read after the
     process ended, even by a signal)."""
-    from refcheck_callbacks.exporters.base import Exporter
+    from refcheck_callbacks.contract.components import Exporter
 
     class Counts(Exporter):
         name = "counts"

@@ -79,7 +79,7 @@ def main() -> None:
     from refcheck_callbacks import RefCheckMonitor
 
     rows = []
-    with RefCheckMonitor(exporters=[]) as monitor:
+    with RefCheckMonitor(exporters=[], placement="thread") as monitor:
         monitor.check(answer=ANSWER, references=[REFERENCE])  # load the model
         for name, answer, reference in CASES:
             gap, wall, result = largest_gap(

@@ -69,12 +69,11 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from refcheck_callbacks import RefCheckMonitor
-from refcheck_callbacks.check.base import Checker
+from refcheck_callbacks.contract.components import Checker, Extractor
 from refcheck_callbacks.embeddings.langchain import (
     SentenceEncoderEmbeddings,
 )
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
-from refcheck_callbacks.extract.base import Extractor
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
 
 FACTS = {
@@ -248,7 +247,9 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
     encoder = SentenceEncoder()  # the chain's own: the checker's encoder lock is not shared
     chain = build_chain(encoder)
     outcomes: Counter[str] = Counter()
-    monitor = RefCheckMonitor(on_result=lambda result: outcomes.update([result.outcome.value]))
+    monitor = RefCheckMonitor(
+        on_result=lambda result: outcomes.update([result.outcome.value]), placement="thread"
+    )
     ours = RefCheckCallbackHandler(monitor)
     theirs, provider = openinference_tracer()
 
@@ -272,7 +273,7 @@ def run(iterations: int, warmup: int, seed: int) -> dict[str, Any]:
     monitor.shutdown()
     # CPU phase: no checking thread may run meanwhile, so this monitor samples every answer
     # out; the handler does all its work up to `submit`, which then only counts a skip.
-    with RefCheckMonitor(sample_rate=0.0, exporters=[]) as idle:
+    with RefCheckMonitor(sample_rate=0.0, exporters=[], placement="thread") as idle:
         cpu = time_invokes(
             ways(RefCheckCallbackHandler(idle)), iterations, warmup, seed, app_cpu_clock()
         )

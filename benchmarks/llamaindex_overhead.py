@@ -52,11 +52,12 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from refcheck_callbacks import CheckRequest, RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.contract.components import Extraction
 from refcheck_callbacks.embeddings.llamaindex import (
     SentenceEncoderEmbedding,
 )
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
-from refcheck_callbacks.extract.base import Extraction, SyncExtractor
+from refcheck_callbacks.extract.base import SyncExtractor
 from refcheck_callbacks.integrations.llamaindex import instrument as llamaindex
 
 DOCUMENTS = [
@@ -286,7 +287,12 @@ def main() -> None:
     )
     engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=2)
     checker = EmbeddedChecker(encoder=encoder)
-    quiet: dict[str, Any] = {"extractor": _NoClaims(), "checker": checker, "exporters": []}
+    quiet: dict[str, Any] = {
+        "extractor": _NoClaims(),
+        "checker": checker,
+        "exporters": [],
+        "placement": "thread",
+    }
     sampled_out = RefCheckMonitor(**quiet, sample_rate=0.0)
     submitting = RefCheckMonitor(**quiet, max_queue=100_000)
     with sampled_out, submitting:

@@ -86,7 +86,7 @@ def monitor_options(placement: str, url: str | None) -> dict[str, Any]:
     from refcheck_callbacks.extract.remote import RemoteExtractor
 
     if placement == "in_thread":
-        return {"checker": "embedded"}
+        return {"checker": "embedded", "placement": "thread"}
     if placement == "process":
         return {"checker": "embedded", "placement": "process"}
     assert url is not None, f"{placement} needs the service"
@@ -182,7 +182,7 @@ def slowdown(url: str | None, seed: int, rounds: int, placements: list[str]) -> 
 
     chain = build_chain(SentenceEncoder())
     out: dict[str, Any] = {}
-    with RefCheckMonitor(sample_rate=0.0, exporters=[]) as idle:
+    with RefCheckMonitor(sample_rate=0.0, exporters=[], placement="thread") as idle:
         idle_handler = RefCheckCallbackHandler(idle)
         for name in placements:
             options = monitor_options(name, url)

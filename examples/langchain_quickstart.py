@@ -8,8 +8,8 @@ the bundled documents, a prompt, a chat model (scripted offline, or OpenAI when
     python examples/langchain_quickstart.py
 """
 
+from refcheck_callbacks.demo.examples import print_result
 from refcheck_callbacks.demo.langchain_rag import run
-from refcheck_callbacks.demo.quickstart import print_result
 
 if __name__ == "__main__":
     run(print_result)

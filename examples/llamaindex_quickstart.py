@@ -22,7 +22,7 @@ from llama_index.core.schema import TextNode
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.demo.quickstart import load_examples, print_result
+from refcheck_callbacks.demo.examples import load_examples, print_result
 from refcheck_callbacks.embeddings.llamaindex import SentenceEncoderEmbedding
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.integrations.llamaindex import (
@@ -60,7 +60,9 @@ def _passages() -> tuple[list[TextNode], list[str]]:
 def main() -> None:
     encoder = SentenceEncoder()  # one copy of MiniLM for the index and the checker
     results: list[CheckResult] = []
-    with RefCheckMonitor(checker=EmbeddedChecker(encoder=encoder), on_result=results.append) as m:
+    # The checker shares the index's encoder, so it checks in this process's thread.
+    checker = EmbeddedChecker(encoder=encoder)
+    with RefCheckMonitor(checker=checker, on_result=results.append, placement="thread") as m:
         instrument_llamaindex(m)
         nodes, questions = _passages()
         index = VectorStoreIndex(nodes, embed_model=SentenceEncoderEmbedding(encoder))

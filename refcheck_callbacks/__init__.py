@@ -4,12 +4,12 @@ Importing this package is light: torch, transformers and litellm load only when 
 that needs them is built.
 """
 
+from refcheck_callbacks.contract.answers import AnswerFields, AnswerSink, InputLimits
+from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipReason, Tally
+from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.engine.intake import AnswerFields, InputLimits
 from refcheck_callbacks.engine.monitor import RefCheckMonitor
 from refcheck_callbacks.engine.pipeline import StageTimeouts
-from refcheck_callbacks.engine.stats import Tally
-from refcheck_callbacks.engine.tracing import current_trace_context
 from refcheck_callbacks.errors import (
     BadRecordError,
     CheckError,
@@ -24,6 +24,7 @@ from refcheck_callbacks.errors import (
     ModelNotFoundError,
     MonitorUnavailableError,
     PlacementError,
+    PlacementWarning,
     ProtocolError,
     RedactionError,
     RefCheckError,
@@ -56,6 +57,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Aggregator",
     "AnswerFields",
+    "AnswerSink",
     "BadRecordError",
     "CharSpan",
     "CheckError",
@@ -67,6 +69,8 @@ __all__ = [
     "ComponentSpecError",
     "ConflictKind",
     "DatasetUnavailableError",
+    "DropReason",
+    "ErrorReason",
     "Evidence",
     "ExtractionError",
     "ExtractionReplyError",
@@ -80,6 +84,7 @@ __all__ = [
     "Outcome",
     "Placement",
     "PlacementError",
+    "PlacementWarning",
     "ProtocolError",
     "Ratios",
     "RedactionError",
@@ -88,6 +93,7 @@ __all__ = [
     "Reference",
     "ResponseLabel",
     "SignalHandlerError",
+    "SkipReason",
     "StageOutputError",
     "StageTimeouts",
     "StageVerdict",

@@ -113,7 +113,9 @@ class RemoteCallError(RefCheckError):
 
 class PlacementError(RefCheckError, ValueError):
     """The monitor cannot run where it was asked to: a built component (or an unpicklable
-    factory) given for `placement="process"`, whose child process builds its own."""
+    factory) given for `placement="process"`, whose child process builds its own; or, as the
+    `error_type` of its results, an app whose main module builds the monitor without the
+    `if __name__ == "__main__":` guard that a spawned child process needs."""
 
 
 class CheckingProcessError(RefCheckError):
@@ -124,6 +126,13 @@ class CheckingProcessError(RefCheckError):
 
 class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
+
+
+class PlacementWarning(UserWarning):
+    """A monitor left at the default placement checks in the app's thread, not in a child
+    process, because no child can start for it (components built in the app, a factory the
+    child cannot import, a main module without its guard, a process that cannot spawn). The
+    message says why and how to choose; `placement="thread"` chooses the thread silently."""
 
 
 __all__ = [
@@ -141,6 +150,7 @@ __all__ = [
     "ModelNotFoundError",
     "MonitorUnavailableError",
     "PlacementError",
+    "PlacementWarning",
     "ProtocolError",
     "RedactionError",
     "RefCheckError",

@@ -33,7 +33,7 @@ from refcheck_callbacks.check.cascade import (
     certainty,
     support_threshold,
 )
-from refcheck_callbacks.cli.progress import Progress
+from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import Label, Verdict
 
 _GRID_BUDGET = 3000

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from refcheck_callbacks.bench.plots import checker_colour, confusion_plot, histogram_plot, roc_plot
-from refcheck_callbacks.bench.runner import BenchReport, CheckerScores, DatasetResult
+from refcheck_callbacks.bench.results import BenchReport, CheckerScores, DatasetResult
 
 _STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; background: #ffffff; }

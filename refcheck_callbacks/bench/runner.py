@@ -19,11 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
-from pydantic import BaseModel
-
 from refcheck_callbacks import __version__
 from refcheck_callbacks.bench import metrics
-from refcheck_callbacks.bench.contradictions import ContradictionScores, contradiction_scores
+from refcheck_callbacks.bench.contradictions import contradiction_scores
 from refcheck_callbacks.bench.data_dir import data_dir
 from refcheck_callbacks.bench.datasets import (
     DATASET_NAMES,
@@ -32,80 +30,27 @@ from refcheck_callbacks.bench.datasets import (
 )
 from refcheck_callbacks.bench.labelled_file import PREFIX as FILE_PREFIX
 from refcheck_callbacks.bench.labelled_file import load_labelled_file
-from refcheck_callbacks.bench.metrics import LabelScores, RocCurve
 from refcheck_callbacks.bench.planted_edits import ANY_PREFIX as PLANTED_ANY_PREFIX
 from refcheck_callbacks.bench.planted_edits import PREFIX as PLANTED_PREFIX
 from refcheck_callbacks.bench.planted_edits import planted_examples
-from refcheck_callbacks.check.base import Checker
-from refcheck_callbacks.check.conflict.specs import DEFAULT_CONFLICT, ConflictSource
-from refcheck_callbacks.cli.progress import Progress
-from refcheck_callbacks.engine.pipeline import Pipeline, StageTimeouts
+from refcheck_callbacks.bench.report import render_html, render_markdown
+from refcheck_callbacks.bench.results import (
+    HISTOGRAM_BINS,
+    BenchReport,
+    BinaryScores,
+    CheckerScores,
+    DatasetResult,
+    ResponseScores,
+    ThreeWayScores,
+)
+from refcheck_callbacks.contract.components import Checker
+from refcheck_callbacks.contract.registry import ConflictSource
+from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, StageTimeouts
 from refcheck_callbacks.extract.sentences import SentenceExtractor
+from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import CheckRequest, Claim, Label, Outcome, Reference, Verdict
 
-HISTOGRAM_BINS = 20
 _LABEL_ORDER = (Label.ENTAILMENT, Label.NEUTRAL, Label.CONTRADICTION)
-
-
-class ThreeWayScores(BaseModel):
-    labels: list[str]
-    """Labels present in the gold or predicted labels, in E / N / C order (as scikit-learn)."""
-    examples: int
-    accuracy: float
-    macro_f1: float
-    per_label: dict[str, LabelScores]
-    confusion: list[list[int]]
-    """Gold rows by predicted columns, in `labels` order."""
-
-
-class BinaryScores(BaseModel):
-    examples: int
-    supported: int
-    balanced_accuracy: float
-    accuracy: float
-    auroc: float | None
-    confusion: list[list[int]]
-    """Rows gold [supported, unsupported], columns predicted the same."""
-    roc: RocCurve | None
-    histogram_supported: list[int]
-    """Support scores of gold-supported claims in HISTOGRAM_BINS bins over [0, 1]."""
-    histogram_unsupported: list[int]
-
-
-class ResponseScores(BaseModel):
-    """Correlation of the hallucination rate per response, predicted vs gold."""
-
-    responses: int
-    pearson: float | None
-    spearman: float | None
-
-
-class CheckerScores(BaseModel):
-    checker: str
-    examples: int
-    failed: int
-    seconds: float
-    claims_per_second: float
-    three_way: ThreeWayScores | None = None
-    binary: BinaryScores | None = None
-    response_level: ResponseScores | None = None
-    contradiction: ContradictionScores | None = None
-
-
-class DatasetResult(BaseModel):
-    dataset: str
-    examples: int
-    checkers: list[CheckerScores]
-
-
-class BenchReport(BaseModel):
-    created_at: str
-    version: str
-    data_dir: str
-    limit: int | None
-    datasets: list[DatasetResult]
-    unavailable: dict[str, str]
-    """Datasets that could not be loaded, and why."""
 
 
 @dataclass
@@ -118,7 +63,7 @@ class BenchOptions:
     progress: bool = True
     seed: int = 0
     conflict: ConflictSource = DEFAULT_CONFLICT
-    """The conflict stage the checkers' verdicts go through (`check.conflict.specs`)."""
+    """The conflict stage the checkers' verdicts go through (`contract.registry`)."""
 
 
 @dataclass
@@ -373,8 +318,6 @@ async def _score_all(
 def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutcome:
     """Score every checker on every dataset that loads; write bench.json, bench.html, bench.md
     and predictions.jsonl (every example's gold and predicted label)."""
-    from refcheck_callbacks.bench.report import render_html, render_markdown
-
     unavailable: dict[str, str] = {}
     options.output_dir.mkdir(parents=True, exist_ok=True)
     loaded = load_sets(options, unavailable)

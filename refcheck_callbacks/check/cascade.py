@@ -29,12 +29,15 @@ threshold means nothing across checkers, since each calibrates its probabilities
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from refcheck_callbacks.check.base import Checker, preload
+from refcheck_callbacks.contract.components import Checker, preload
+from refcheck_callbacks.contract.registry import CHECKERS, accepts_api_base, build
+from refcheck_callbacks.errors import ComponentSpecError
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckItem, Label, StageVerdict, Usage, Verdict
 
@@ -177,3 +180,44 @@ class CascadeChecker:
             failed = Verdict(label=None, error=f"cascade stage {name} failed: {exc!r}")
             verdicts = [failed] * len(items)
         return verdicts, time.perf_counter() - started
+
+
+_STAGE = re.compile(r"^(?P<spec>.+?)(?:\[(?P<options>[^\[\]]*)\])?$")
+
+
+def from_spec(stages: str, api_base: str | None = None) -> CascadeChecker:
+    """The cascade a `cascade:` spec names (the registry's `cascade` kind): stages separated by
+    `>`, each a checker spec with optional `[T]`, `[margin,T]` and labels it always passes on.
+    `api_base` reaches the stages that take one."""
+    spec = f"cascade:{stages}"
+    built = []
+    for text in stages.split(">"):
+        match = _STAGE.match(text.strip())
+        if match is None or match["spec"].startswith("cascade"):
+            raise ComponentSpecError(f"{spec!r}: {text!r} is not a stage spec")
+        options = [o.strip() for o in (match["options"] or "").split(",") if o.strip()]
+        numbers = [o for o in options if re.fullmatch(r"[0-9.]+", o)]
+        by: Certainty = "margin" if "margin" in options else "confidence"
+        labels = [o.lower() for o in options if o not in numbers and o != "margin"]
+        unknown = sorted(set(labels) - {label.value for label in Label})
+        if len(numbers) > 1 or unknown:
+            raise ComponentSpecError(
+                f"{spec!r}: stage options are one threshold, `margin` and labels "
+                f"(entailment, neutral, contradiction), got {match['options']!r}"
+            )
+        stage_api = api_base if accepts_api_base(CHECKERS, match["spec"]) else None
+        checker = build(CHECKERS, match["spec"], stage_api)
+        try:
+            stage = CascadeStage(
+                checker,
+                threshold=float(numbers[0]) if numbers else 0.0,
+                escalate=frozenset(Label(label) for label in labels),
+                by=by,
+            )
+        except ValueError as exc:
+            raise ComponentSpecError(f"{spec!r}: {exc}") from exc
+        built.append(stage)
+    try:
+        return CascadeChecker(built)
+    except ValueError as exc:
+        raise ComponentSpecError(f"{spec!r}: {exc}") from exc

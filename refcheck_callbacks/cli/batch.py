@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from refcheck_callbacks.check.base import Checker
-from refcheck_callbacks.cli.progress import Progress
 from refcheck_callbacks.cli.refchecker_format import (
     FILE_LIMITS,
     OUR_FIELD,
@@ -35,9 +33,10 @@ from refcheck_callbacks.cli.refchecker_format import (
     read_record,
     to_request,
 )
+from refcheck_callbacks.contract.components import Checker, Extractor
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.pipeline import Pipeline, StageTimeouts
-from refcheck_callbacks.extract.base import Extractor
+from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import Outcome
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")

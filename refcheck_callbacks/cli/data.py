@@ -13,12 +13,8 @@ from types import FrameType
 
 from refcheck_callbacks.bench.data_dir import DATA_DIR_ENV, data_dir, missing_files
 from refcheck_callbacks.bench.sources import GITHUB_RAW, SOURCES
+from refcheck_callbacks.cli.exit_status import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from refcheck_callbacks.errors import DataDownloadError, DatasetUnavailableError
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 _DESCRIPTION = f"""\
 The labelled sets `refcheck bench` reads live in one folder: ${DATA_DIR_ENV} when set, else

@@ -10,7 +10,9 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from refcheck_callbacks.cli.specs import ComponentSpecError, build_checker
+from refcheck_callbacks.cli.exit_status import EXIT_FAILED, EXIT_OK
+from refcheck_callbacks.contract.registry import build_checker
+from refcheck_callbacks.errors import ComponentSpecError
 
 if TYPE_CHECKING:
     from refcheck_callbacks.bench.runner import BenchOptions
@@ -43,7 +45,6 @@ def run(args: argparse.Namespace, options: BenchOptions, fail: Failure) -> int:
     """`refcheck bench --fit-cascade SPEC`: fit, print the fitted spec, return the status."""
     from refcheck_callbacks.bench.cascade_fit import run_cascade_fit
     from refcheck_callbacks.check.cascade import CascadeChecker
-    from refcheck_callbacks.cli.main import EXIT_FAILED, EXIT_OK
 
     spec = str(args.fit_cascade).strip()
     share, accuracy = args.target_escalation, args.target_balanced_accuracy

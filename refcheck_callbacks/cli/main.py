@@ -17,29 +17,31 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
-from refcheck_callbacks.check.conflict.specs import conflict_finder
 from refcheck_callbacks.cli import alert_rules, fit_cascade
-from refcheck_callbacks.cli.data import add_data_command
-from refcheck_callbacks.cli.refchecker_format import Mode
-from refcheck_callbacks.cli.serve import add_serve_command
-from refcheck_callbacks.cli.specs import (
-    CHECKER_KINDS,
-    EXTRACTOR_KINDS,
+from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
-    ComponentSpecError,
-    build_checker,
-    build_extractor,
     describe,
     from_refchecker_name,
 )
+from refcheck_callbacks.cli.data import add_data_command
+from refcheck_callbacks.cli.exit_status import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_USAGE,
+)
+from refcheck_callbacks.cli.refchecker_format import Mode
+from refcheck_callbacks.cli.serve import add_serve_command
+from refcheck_callbacks.contract.registry import (
+    CHECKERS,
+    EXTRACTORS,
+    build_checker,
+    build_extractor,
+    conflict_finder,
+)
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.errors import MissingExtraError
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_SKIPPED = 3
-EXIT_INTERRUPTED = 130
+from refcheck_callbacks.errors import ComponentSpecError, MissingExtraError
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -85,9 +87,9 @@ def _add_file_command(
 ) -> None:
     specs = ""
     if mode is not Mode.CHECK:
-        specs += f"\nExtractor specs:\n{describe(EXTRACTOR_KINDS)}\n"
+        specs += f"\nExtractor specs:\n{describe(EXTRACTORS)}\n"
     if mode.checks:
-        specs += f"\nChecker specs:\n{describe(CHECKER_KINDS)}\n"
+        specs += f"\nChecker specs:\n{describe(CHECKERS)}\n"
     parser = commands.add_parser(
         mode.value,
         help=summary,
@@ -174,7 +176,7 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "Pearson / Spearman of the\nresponse-level hallucination rate (sets whose responses "
         "have several claims), confusion\nmatrices, speed. The HTML report is self-contained "
         "(inline SVG) and opens offline.",
-        epilog=f"Checker specs:\n{describe(CHECKER_KINDS)}",
+        epilog=f"Checker specs:\n{describe(CHECKERS)}",
         formatter_class=_RAW,
     )
     parser.set_defaults(handler=_run_bench)

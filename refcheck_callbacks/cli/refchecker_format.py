@@ -19,9 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from refcheck_callbacks.contract.answers import InputLimits
 from refcheck_callbacks.engine import aggregate
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.engine.intake import InputLimits, RawInput, as_text, build_request
+from refcheck_callbacks.engine.intake import as_text, build_request
+from refcheck_callbacks.engine.submission import RawInput
 from refcheck_callbacks.errors import BadRecordError
 from refcheck_callbacks.types import (
     CheckRequest,

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from refcheck_callbacks.cli.specs import CHECKER_KINDS, EXTRACTOR_KINDS, describe
+from refcheck_callbacks.cli.component_names import describe
+from refcheck_callbacks.contract.registry import CHECKERS, EXTRACTORS
 from refcheck_callbacks.errors import ServiceStartError
 from refcheck_callbacks.remote.wire import (
     DEFAULT_MAX_CALL_INPUTS,
@@ -54,8 +55,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "serve",
         help=_SUMMARY,
         description=_DESCRIPTION,
-        epilog=f"Checker specs:\n{describe(CHECKER_KINDS)}\n\n"
-        f"Extractor specs:\n{describe(EXTRACTOR_KINDS)}",
+        epilog=f"Checker specs:\n{describe(CHECKERS)}\n\nExtractor specs:\n{describe(EXTRACTORS)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=run_serve)

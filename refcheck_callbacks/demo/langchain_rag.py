@@ -28,7 +28,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.demo.quickstart import load_examples
+from refcheck_callbacks.demo.examples import load_examples, print_result
 from refcheck_callbacks.embeddings.langchain import SentenceEncoderEmbeddings
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
@@ -87,7 +87,10 @@ def run(show: Callable[[CheckResult], None]) -> None:
     print(origin)
     chain = build_chain(examples, encoder, llm)
     results: list[CheckResult] = []
-    with RefCheckMonitor(checker=EmbeddedChecker(encoder=encoder), on_result=results.append) as m:
+    # The checker shares the vector store's encoder, so it checks in this process's thread;
+    # an app's RefCheckMonitor() checks in a child process of its own.
+    checker = EmbeddedChecker(encoder=encoder)
+    with RefCheckMonitor(checker=checker, on_result=results.append, placement="thread") as m:
         handler = RefCheckCallbackHandler(m)
         for example in examples:
             try:
@@ -102,6 +105,4 @@ def run(show: Callable[[CheckResult], None]) -> None:
 
 
 if __name__ == "__main__":
-    from refcheck_callbacks.demo.quickstart import print_result
-
     run(print_result)

@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from refcheck_callbacks.engine.stats import Counters, Tally
-from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.contract.components import Exporter
+from refcheck_callbacks.contract.reasons import ErrorReason, Reason, Tally, reason_label
+from refcheck_callbacks.engine.counters import Counters
 from refcheck_callbacks.support.deadline import Deadline, Overrun, SingleFlight
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckResult, Outcome
@@ -52,12 +53,14 @@ class Delivery:
         self.stats = stats
         self._flights: dict[int, tuple[Exporter, SingleFlight[Any]]] = {}
 
-    def record(self, tally: Tally, reason: str, count: int = 1) -> None:
-        """Count something not checked or failed, and tell the exporters. Never raises."""
-        self.stats.add(tally, reason, count)
+    def record(self, tally: Tally, reason: Reason | str, count: int = 1) -> None:
+        """Count something not checked or failed, and tell the exporters (the reason as its
+        plain value, the metric attribute). Never raises."""
+        label = reason_label(reason)
+        self.stats.add(tally, label, count)
         for exporter in list(self.exporters):
             try:
-                exporter.record(tally, reason, count)
+                exporter.record(tally, label, count)
             except BaseException:
                 logger.exception("refcheck: exporter %s failed to record a count", exporter.name)
 
@@ -68,13 +71,20 @@ class Delivery:
             if reason is not None:
                 self.stats.add(Tally.FAILED, reason)
         for exporter in list(self.exporters):
-            self._guarded(exporter.name, "exporter", len(results), exporter.export, results)
+            self._guarded(
+                exporter.name, ErrorReason.EXPORTER, len(results), exporter.export, results
+            )
         for result in results:
             for hook in list(self.hooks):
-                self._guarded("on_result", "on_result", 1, hook, result)
+                self._guarded("on_result", ErrorReason.ON_RESULT, 1, hook, result)
 
     def _guarded(
-        self, what: str, reason: str, results: int, function: Callable[..., object], *args: Any
+        self,
+        what: str,
+        reason: ErrorReason,
+        results: int,
+        function: Callable[..., object],
+        *args: Any,
     ) -> None:
         """Call an exporter or hook; if it raises, count the `results` it did not get."""
         try:

@@ -1,98 +1,39 @@
-"""Turning whatever the caller passed into a valid `CheckRequest`, without ever raising.
+"""Turning what `submit` captured into a valid `CheckRequest`, in the worker, never raising.
 
 Production inputs are messy: bytes with invalid UTF-8, lone surrogates, None, a 5 MB page.
 Every repair is recorded in `CheckRequest.notes`, so a result always says what was checked.
-Runs in the worker, never on the caller's path.
+`paired` first calls an integration's `Pairing` where it left the pairing to the worker (see
+`contract.answers`), then `build_request` makes the request.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from dataclasses import replace
+from typing import Any
 
-from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference, TraceContext
+from refcheck_callbacks.contract.answers import InputLimits
+from refcheck_callbacks.engine.submission import RawInput
+from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(frozen=True)
-class InputLimits:
-    """Bounds on what one request may hold; beyond them text is truncated (and noted)."""
-
-    max_answer_chars: int = 20_000
-    max_reference_chars: int = 200_000
-    """Across all references of a request."""
-    max_references: int = 100
-    max_claims: int = 64
-    """Claims checked per request, given or extracted; the rest are left out, and noted."""
-
-
-class AnswerFields(TypedDict, total=False):
-    """What `RefCheckMonitor.submit`, `check` and `acheck` take, all by keyword.
-
-    Every field is optional and taken as given: turning it into a valid `CheckRequest` happens
-    later, off the caller's path, and notes every repair.
-    """
-
-    answer: Any
-    """The answer the user got: str, or bytes (decoded as UTF-8, invalid bytes replaced)."""
-    references: Any
-    """The documents the answering model saw: texts, mappings with "text" (and "id", "score",
-    "metadata"), `Reference`s, or a zero-argument callable returning them (called in the
-    worker, so an integration converts its framework's documents off the app's thread)."""
-    question: Any
-    claims: Any
-    """Claims to check instead of extracting them: texts or `Claim`s."""
-    trace_context: TraceContext | None
-    """The span to parent the evaluation to; by default the caller's current span. None: none."""
-    metadata: Mapping[str, Any] | None
-    model: str | None
-    """The model that wrote the answer (`gen_ai.request.model`)."""
-    response_id: str | None
-    """The generation's id (`gen_ai.response.id`)."""
-
-
-@dataclass(slots=True)
-class RawInput:
-    """The caller's `AnswerFields`, captured as-is on the hot path."""
-
-    answer: Any
-    references: Any
-    question: Any = None
-    claims: Any = None
-    trace_context: TraceContext | None = None
-    metadata: Any = None
-    model: Any = None
-    response_id: Any = None
-    submitted_at: float = 0.0
-
-
-_FIELD_NAMES = frozenset(AnswerFields.__annotations__)
-
-
-def capture(
-    fields: AnswerFields, context: TraceContext | None, submitted_at: float = 0.0
-) -> RawInput:
-    """The fields as given, with the trace context already resolved. O(1); raises TypeError
-    for a field that is not one of `AnswerFields`."""
-    unknown = fields.keys() - _FIELD_NAMES
-    if unknown:
-        raise TypeError(
-            f"unknown fields {sorted(unknown)}; expected some of {sorted(_FIELD_NAMES)}"
-        )
-    get = fields.get
-    return RawInput(
-        get("answer"),
-        get("references"),
-        get("question"),
-        get("claims"),
-        context,
-        get("metadata"),
-        get("model"),
-        get("response_id"),
-        submitted_at,
+def paired(raw: RawInput) -> RawInput | None:
+    """`raw` with its `Pairing` decided (in the worker); None when it pairs with nothing."""
+    if raw.pairing is None:
+        return raw
+    decided = raw.pairing.pair()
+    if decided is None:
+        return None
+    return replace(
+        raw,
+        answer=decided.answer,
+        references=decided.references,
+        model=decided.model,
+        response_id=decided.response_id,
+        pairing=None,
     )
 
 
@@ -144,8 +85,8 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
 
 def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Reference]:
     if callable(value):
-        # Deferred by an integration, so that converting its documents runs here, in the
-        # worker, and not on the app's thread.
+        # Deferred by the caller, so that converting its objects runs here, in the worker,
+        # and not on the caller's thread.
         value = value()
     if value is None:
         return []

@@ -1,12 +1,14 @@
 """`RefCheckMonitor`: the one object an app creates; it checks answers in the background.
 
-`submit` is the production path: it captures the arguments, samples, and enqueues in
-microseconds, never blocking or raising. `check` / `acheck` run one answer through the same
-pipeline directly and return its result. Results go to the exporters and `on_result` hooks,
-each isolated from the others. Everything not checked is counted in `stats`: every accepted
-submission is delivered or counted dropped with a reason, also when `shutdown`, interpreter
-exit or a signal (`install_signal_handlers`) ends the monitor before its result is ready.
-`flush` and `shutdown` each keep one deadline in total, whatever the exporters do.
+It is the `AnswerSink` integrations submit to. `submit` is the production path: it captures
+the arguments (`submission`), samples, and enqueues in microseconds, never blocking or
+raising. The worker then hands each batch to the monitor's `Checking` (pairing, building,
+running the pipeline where the placement puts it, delivering to the exporters and `on_result`
+hooks). `check` / `acheck` run one answer through the same path directly and return its
+result. Everything not checked is counted in `stats`: every accepted submission is delivered
+or counted dropped with a reason, also when `shutdown`, interpreter exit or a signal
+(`install_signal_handlers`) ends the monitor before its result is ready. `flush` and
+`shutdown` each keep one deadline in total, whatever the exporters do.
 """
 
 from __future__ import annotations
@@ -16,78 +18,51 @@ import atexit
 import concurrent.futures
 import signal
 import time
-import weakref
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from refcheck_callbacks.check.base import Checker
-from refcheck_callbacks.check.conflict.specs import DEFAULT_CONFLICT, ConflictSource
-from refcheck_callbacks.engine import signals
-from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.engine.delivery import Delivery, ResultHook
-from refcheck_callbacks.engine.intake import (
-    AnswerFields,
-    InputLimits,
-    RawInput,
-    build_request,
-    capture,
-)
-from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
-from refcheck_callbacks.engine.placement.components import ComponentSource, Settings
-from refcheck_callbacks.engine.placement.runner import InThread, runner_for
-from refcheck_callbacks.engine.sampling import Sampler
-from refcheck_callbacks.engine.stats import (
-    LOST_EXIT,
-    LOST_SHUTDOWN_TIMEOUT,
-    LOST_SIGNAL,
-    Counters,
+from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
+from refcheck_callbacks.contract.components import Checker, Exporter, Extractor
+from refcheck_callbacks.contract.reasons import (
+    DropReason,
+    ErrorReason,
+    Reason,
+    SkipReason,
     Tally,
 )
-from refcheck_callbacks.engine.tracing import current_trace_context
+from refcheck_callbacks.contract.registry import EXPORTERS, ConflictSource, Source, build
+from refcheck_callbacks.engine import signals
+from refcheck_callbacks.engine.aggregate import Aggregator
+from refcheck_callbacks.engine.checking import Checking, invalid_input, unpaired
+from refcheck_callbacks.engine.counters import Counters
+from refcheck_callbacks.engine.delivery import Delivery, ResultHook
+from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, Redactor, StageTimeouts
+from refcheck_callbacks.engine.placement.components import Settings
+from refcheck_callbacks.engine.placement.in_thread import InThread
+from refcheck_callbacks.engine.placement.runner import runner_for
+from refcheck_callbacks.engine.sampling import Sampler
+from refcheck_callbacks.engine.submission import RawInput, capture, trace_context_of
 from refcheck_callbacks.engine.worker import BackgroundWorker
 from refcheck_callbacks.errors import MonitorUnavailableError
-from refcheck_callbacks.exporters.base import Exporter
-from refcheck_callbacks.extract.base import Extractor
 from refcheck_callbacks.support.blocking import STAGE_THREADS
 from refcheck_callbacks.support.deadline import Deadline
 from refcheck_callbacks.support.logs import logger
-from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement, TraceContext
+from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-
-class _Auto:
-    """Sentinel: capture the caller's current OpenTelemetry context."""
-
-    def __repr__(self) -> str:
-        return "AUTO"
+DEFAULT_EXPORTERS = ("opentelemetry",)
+"""The exporters of a monitor given none: spans, events and metrics on the global providers."""
 
 
-AUTO: Any = _Auto()
-
-
-def _context(fields: AnswerFields) -> TraceContext | None:
-    """The trace context a request is parented to: the given one, else the caller's."""
-    context = fields.get("trace_context", AUTO)
-    return current_trace_context() if context is AUTO else context
-
-
-def _invalid(exc: BaseException) -> CheckResult:
-    """The result of input that cannot become a request at all."""
-    return CheckResult(
-        request=CheckRequest(answer="", notes=("the input could not be read",)),
-        outcome=Outcome.INVALID_INPUT,
-        error_type=type(exc).__name__,
-        message=f"the input could not be read: {exc}",
-    )
-
-
-def _default_exporters(capture_content: bool) -> list[Exporter]:
-    from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
-
-    return [OpenTelemetryExporter(capture_content=capture_content)]
+def _exporters(given: Sequence[Exporter | str] | None, capture_content: bool) -> list[Exporter]:
+    """The exporters, a registered name built with the monitor's `capture_content`."""
+    return [
+        build(EXPORTERS, e, capture_content=capture_content) if isinstance(e, str) else e
+        for e in (DEFAULT_EXPORTERS if given is None else given)
+    ]
 
 
 class RefCheckMonitor:
@@ -97,16 +72,21 @@ class RefCheckMonitor:
         extractor: turns answers into claims (default: offline `SentenceExtractor`).
         checker: labels claims (default: offline `EmbeddedChecker`; needs the `embedded` extra).
             Either may also be a spec, as `refcheck` takes it (`"nli:MODEL"`, `"llm:MODEL"`,
-            `"remote:URL"`, `"py:package.module:Factory"`), or a factory called without
-            arguments (a class, a module-level function).
-        placement: where extraction and checking run. "thread" (default): on the monitor's
-            background thread, sharing the app's GIL. "process": in a child process started
+            `"remote:URL"`, a registered name, `"py:package.module:Factory"`: see
+            `contract.registry`), or a factory called without arguments (a class, a
+            module-level function).
+        placement: where extraction and checking run. "process": in a child process started
             with multiprocessing's spawn, so the app's process only captures, queues, redacts
             and exports; the extractor and checker must then be specs or picklable factories
             (the child builds them), and the app's entry point must be guarded by
             `if __name__ == "__main__":` as for any spawned process. A child that crashes,
             is killed or hangs is replaced; the requests it held end `error`
-            (`CheckingProcessError`). See `engine.placement`.
+            (`CheckingProcessError`). "thread": on the monitor's background thread, sharing
+            the app's GIL. "service": the checker checks on a `refcheck serve` service
+            (`remote:URL`), the rest runs on the monitor's thread. None (default): "process"
+            where a child can start, else "thread" with one `PlacementWarning` that says why
+            (components built in the app, a factory the child cannot import, no main guard,
+            a process that cannot spawn). See `engine.placement`.
         aggregator: "strict" (default) or "major" for the response label; soft ratios are
             always reported.
         sample_rate: share of submitted answers to check, stable per trace id.
@@ -117,9 +97,9 @@ class RefCheckMonitor:
         redact: applied to every text before it is checked, sent to a judge or exported;
             always in the app's process (with placement="process", before the request is
             sent to the child), so the hook need not be picklable.
-        exporters: where results go; see `refcheck_callbacks.exporters`. None (the default)
-            means one `OpenTelemetryExporter` on the global tracer and meter providers; `[]`
-            means none.
+        exporters: where results go: exporters, or names registered as exporters (built with
+            this `capture_content`). None (the default) means one `OpenTelemetryExporter` on
+            the global tracer and meter providers ("opentelemetry"); `[]` means none.
         batch_size, max_wait: how many answers one checker call sees, and how long the worker
             waits for a batch to fill.
         concurrency: batches in flight at once (raise it for remote LLM judges).
@@ -135,22 +115,22 @@ class RefCheckMonitor:
 
     def __init__(
         self,
-        extractor: Extractor | ComponentSource | None = None,
-        checker: Checker | ComponentSource | None = None,
+        extractor: Extractor | Source | None = None,
+        checker: Checker | Source | None = None,
         aggregator: str | Aggregator = Aggregator.STRICT,
         sample_rate: float = 1.0,
         max_queue: int = 2048,
         on_result: ResultHook | Iterable[ResultHook] | None = None,
         capture_content: bool = False,
         redact: Redactor | None = None,
-        exporters: Sequence[Exporter] | None = None,
+        exporters: Sequence[Exporter | str] | None = None,
         batch_size: int = 16,
         max_wait: float = 0.05,
         concurrency: int = 1,
         timeouts: StageTimeouts | None = None,
         limits: InputLimits | None = None,
         exit_timeout: float = 5.0,
-        placement: Placement | str = Placement.THREAD,
+        placement: Placement | str | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
     ) -> None:
         self.aggregator = Aggregator(aggregator)
@@ -178,29 +158,24 @@ class RefCheckMonitor:
         self.on_result: list[ResultHook] = (
             [on_result] if callable(on_result) else list(on_result or [])
         )
-        self.exporters = (
-            _default_exporters(capture_content) if exporters is None else list(exporters)
-        )
+        self.exporters = _exporters(exporters, capture_content)
         self._delivery = Delivery(self.exporters, self.on_result, self.stats)
+        self._checking = Checking(self.runner, self._delivery, self.limits)
         self._sampler = Sampler(sample_rate)
         self._worker: BackgroundWorker[RawInput, list[CheckResult]] = BackgroundWorker(
-            self._process,
-            self._delivery.deliver,
-            lambda count, reason: self.record(Tally.DROPPED, reason, count),
-            max_queue,
-            batch_size,
-            max_wait,
-            concurrency,
+            self._checking, max_queue, batch_size, max_wait, concurrency
         )
         for exporter in self.exporters:
             exporter.bind(lambda: self._worker.queue_size)
         self._shut_down = False
         self._signals: set[int] = set()
-        ref = weakref.ref(self)
-        self._atexit = lambda: (m := ref()) and m._close(Deadline(exit_timeout), LOST_EXIT)
-        atexit.register(self._atexit)
+        self._exit_timeout = exit_timeout
+        # Held until `shutdown`, so that a monitor the app let go of without shutting it down
+        # still finishes its work at exit, and stops its checking process before
+        # multiprocessing's own exit hook would wait for it.
+        atexit.register(self._at_exit)
 
-    # -- the hot path ---------------------------------------------------------------------
+    # -- the hot path: the AnswerSink an integration uses ----------------------------------
 
     def submit(self, **fields: Unpack[AnswerFields]) -> bool:
         """Queue an answer for checking. O(1), never blocks, never raises.
@@ -213,20 +188,32 @@ class RefCheckMonitor:
         `AnswerFields` (counted as an error, `submit`).
         """
         try:
-            context = _context(fields)
+            context = trace_context_of(fields)
             if not self._sampler.should_check(context):
-                self.record(Tally.SKIPPED, "sampled_out")
+                self.skipped(SkipReason.SAMPLED_OUT)
                 return False
             raw = capture(fields, context, time.time())
             if self._worker.put(raw):
                 return True
-            self.record(Tally.DROPPED, "shutdown" if self._worker.closed else "queue_full")
+            self.dropped(DropReason.SHUTDOWN if self._worker.closed else DropReason.QUEUE_FULL)
         except Exception:
             logger.exception("refcheck: submit failed")
-            self.record(Tally.ERRORS, "submit")
+            self.errored(ErrorReason.SUBMIT)
         return False
 
-    def record(self, tally: Tally, reason: str, count: int = 1) -> None:
+    def skipped(self, reason: SkipReason, count: int = 1) -> None:
+        """Count answers deliberately not checked. Never raises."""
+        self.record(Tally.SKIPPED, reason, count)
+
+    def dropped(self, reason: DropReason, count: int = 1) -> None:
+        """Count answers not checked for lack of capacity. Never raises."""
+        self.record(Tally.DROPPED, reason, count)
+
+    def errored(self, reason: ErrorReason, count: int = 1) -> None:
+        """Count a failure of refcheck's own code (a callback that raised). Never raises."""
+        self.record(Tally.ERRORS, reason, count)
+
+    def record(self, tally: Tally, reason: Reason | str, count: int = 1) -> None:
         """Count something not checked or failed, and tell the exporters. Never raises."""
         self._delivery.record(tally, reason, count)
 
@@ -248,7 +235,7 @@ class RefCheckMonitor:
         if isinstance(request, CheckResult):
             return request
         try:
-            return self._worker.run(self._check_one(request)).result()
+            return self._worker.run(self._checking.check_one(request)).result()
         except (RuntimeError, concurrent.futures.CancelledError, asyncio.CancelledError):
             return self._refused(request, "the monitor shut down before the check finished")
 
@@ -258,7 +245,7 @@ class RefCheckMonitor:
         if isinstance(request, CheckResult):
             return request
         try:
-            return await asyncio.wrap_future(self._worker.run(self._check_one(request)))
+            return await asyncio.wrap_future(self._worker.run(self._checking.check_one(request)))
         except (asyncio.CancelledError, RuntimeError):
             if not (self._shut_down or self._worker.closed):
                 raise  # the caller's own cancellation
@@ -278,21 +265,15 @@ class RefCheckMonitor:
     def _request(self, fields: AnswerFields) -> CheckRequest | CheckResult:
         """The request to check, or an `invalid_input` result when none can be built."""
         try:
-            context = _context(fields)
+            context = trace_context_of(fields)
         except Exception:
             context = None
         try:
             raw = capture(fields, context)
         except TypeError as exc:
-            return _invalid(exc)
-        return self._build(raw)
-
-    def _build(self, raw: RawInput) -> CheckRequest | CheckResult:
-        try:
-            return build_request(raw, self.limits)
-        except BaseException as exc:
-            # Even SystemExit from a `references` callable: it fails this request alone.
-            return _invalid(exc)
+            return invalid_input(exc)
+        built = self._checking.request(raw)
+        return unpaired() if built is None else built
 
     def _refused(self, request: CheckRequest, reason: str | None = None) -> CheckResult:
         if reason is None:
@@ -303,35 +284,6 @@ class RefCheckMonitor:
             error_type=MonitorUnavailableError.__name__,
             message=reason,
         )
-
-    async def _check_one(self, request: CheckRequest) -> CheckResult:
-        [result] = await self._run([request])
-        self._delivery.deliver([result])
-        return result
-
-    async def _run(self, requests: list[CheckRequest]) -> list[CheckResult]:
-        """The pipeline's results; should the pipeline itself fail, an error result for each."""
-        try:
-            return await self.runner.run(requests)
-        except Exception as exc:
-            logger.exception("refcheck: the pipeline failed on a batch")
-            return [
-                CheckResult(
-                    request=request,
-                    outcome=Outcome.ERROR,
-                    error_type=type(exc).__name__,
-                    message=f"internal error: {exc}",
-                )
-                for request in requests
-            ]
-
-    # -- the worker side ------------------------------------------------------------------
-
-    async def _process(self, raws: list[RawInput]) -> list[CheckResult]:
-        built = [self._build(raw) for raw in raws]
-        requests = [b for b in built if isinstance(b, CheckRequest)]
-        results = iter(await self._run(requests))
-        return [b if isinstance(b, CheckResult) else next(results) for b in built]
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -346,7 +298,7 @@ class RefCheckMonitor:
         """Finish queued work, stop the worker and exporters, all within `timeout` seconds.
         What is left at the deadline is counted as dropped (`shutdown_timeout`); returns False
         then. Idempotent."""
-        return self._close(Deadline(timeout), LOST_SHUTDOWN_TIMEOUT)
+        return self._close(Deadline(timeout), DropReason.SHUTDOWN_TIMEOUT)
 
     def install_signal_handlers(
         self, signums: Iterable[int] = (signal.SIGTERM,), timeout: float = 5.0
@@ -360,13 +312,25 @@ class RefCheckMonitor:
         """
         signals.install(self, self._signals, tuple(signums), timeout)
 
-    def _close(self, deadline: Deadline, reason: str, flush_exporters: bool = False) -> bool:
+    def _at_exit(self) -> None:
+        """At interpreter exit: finish within `exit_timeout`; what is left is dropped (`exit`)."""
+        self._close(Deadline(self._exit_timeout), DropReason.EXIT)
+
+    def finish_on_signal(self, timeout: float, ends_process: bool) -> None:
+        """What `install_signal_handlers`' handler does before chaining (see there)."""
+        deadline = Deadline(timeout)
+        if ends_process:
+            self._close(deadline, DropReason.SIGNAL, flush_exporters=True)
+        else:
+            self.flush(timeout)
+
+    def _close(self, deadline: Deadline, reason: DropReason, flush_exporters: bool = False) -> bool:
         """Shut down within `deadline`, counting what is left for `reason`. Called again while
         a shutdown waits (a signal arriving then), it counts what is left by its own deadline."""
         first = not self._shut_down
         self._shut_down = True
         if first:
-            atexit.unregister(self._atexit)
+            atexit.unregister(self._at_exit)
         flushed = self._worker.shutdown(deadline.remaining(), reason)
         if first:
             self.runner.close(deadline.remaining())
@@ -375,14 +339,6 @@ class RefCheckMonitor:
         if first:
             self._delivery.shutdown(deadline)
         return flushed
-
-    def _on_signal(self, timeout: float, ends_process: bool) -> None:
-        """What `install_signal_handlers` does before chaining (see there)."""
-        deadline = Deadline(timeout)
-        if ends_process:
-            self._close(deadline, LOST_SIGNAL, flush_exporters=True)
-        else:
-            self.flush(timeout)
 
     def __enter__(self) -> RefCheckMonitor:
         return self

@@ -19,19 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from refcheck_callbacks.check.base import Checker
-from refcheck_callbacks.check.conflict.base import ConflictFinder
-from refcheck_callbacks.check.conflict.specs import (
-    DEFAULT_CONFLICT,
-    ConflictSource,
-    conflict_finder,
-)
 from refcheck_callbacks.check.conflict.stage import settle
+from refcheck_callbacks.contract.components import Checker, ConflictFinder, Extraction, Extractor
+from refcheck_callbacks.contract.registry import ConflictSource, conflict_finder
 from refcheck_callbacks.engine import aggregate
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.stage import StageCall, StageFailure, run_stage
 from refcheck_callbacks.errors import CheckError, ExtractionError, RedactionError, StageOutputError
-from refcheck_callbacks.extract.base import Extraction, Extractor, first_claims
+from refcheck_callbacks.extract.base import first_claims
 from refcheck_callbacks.extract.prepare import for_extraction, prepared_claims
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.text.markup import Markup, markup
@@ -49,6 +44,9 @@ from refcheck_callbacks.types import (
 
 Redactor = Callable[[str], str]
 T = TypeVar("T")
+DEFAULT_CONFLICT = "embedded"
+"""The conflict stage every checker's verdicts go through unless the app names another: the
+offline stated-fact finder."""
 
 
 @dataclass

@@ -14,13 +14,19 @@ import os
 import signal
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from refcheck_callbacks.errors import SignalHandlerError
 from refcheck_callbacks.support.logs import logger
 
-if TYPE_CHECKING:
-    from refcheck_callbacks.engine.monitor import RefCheckMonitor
+
+class Finishing(Protocol):
+    """What a signal makes a monitor do before the signal goes on (`RefCheckMonitor`)."""
+
+    def finish_on_signal(self, timeout: float, ends_process: bool) -> None:
+        """Shut down and count what is left (`ends_process`), else flush; within `timeout`."""
+        ...
+
 
 _GRACE = 0.5
 """Seconds the handler waits past `timeout` for the helper thread before chaining anyway."""
@@ -48,7 +54,7 @@ def _chain(signum: int, frame: FrameType | None, previous: Any) -> None:
 
 
 def install(
-    monitor: RefCheckMonitor, installed: set[int], signums: tuple[int, ...], timeout: float
+    monitor: Finishing, installed: set[int], signums: tuple[int, ...], timeout: float
 ) -> None:
     """Handle `signums` for `monitor`, skipping those already in `installed` (idempotent)."""
     if threading.current_thread() is not threading.main_thread():
@@ -61,7 +67,7 @@ def install(
         installed.add(signum)
 
 
-def _handler(monitor: RefCheckMonitor, previous: Any, timeout: float) -> Any:
+def _handler(monitor: Finishing, previous: Any, timeout: float) -> Any:
     ends_process = _ends_process(previous)
 
     def handle(signum: int, frame: FrameType | None) -> None:
@@ -79,8 +85,8 @@ def _handler(monitor: RefCheckMonitor, previous: Any, timeout: float) -> Any:
     return handle
 
 
-def _finish(monitor: RefCheckMonitor, timeout: float, ends_process: bool) -> None:
+def _finish(monitor: Finishing, timeout: float, ends_process: bool) -> None:
     try:
-        monitor._on_signal(timeout, ends_process)
+        monitor.finish_on_signal(timeout, ends_process)
     except BaseException:
         logger.exception("refcheck: finishing work on a signal failed")

@@ -2,14 +2,16 @@
 
 Modelled on OpenTelemetry's BatchProcessor. `put` is O(1) and never blocks: a full queue
 refuses at once. The thread runs its own asyncio loop (never the host's), takes up to
-`batch_size` items, waiting at most `max_wait` seconds for a batch to fill, processes each
-batch and delivers its output; up to `concurrency` batches run at a time. `put` wakes it only
+`batch_size` items, waiting at most `max_wait` seconds for a batch to fill, and hands each
+batch to its `Batches` (the monitor's `engine.checking.Checking`): `check` makes the batch's
+output, `deliver` hands it on; up to `concurrency` batches run at a time. `put` wakes it only
 for the first item of a batch and for a full batch. After `os.fork` the child starts empty with
 a fresh thread on its first `put`.
 
-Every item `put` accepts is *settled* exactly once: delivered, or counted lost through `lost`
-with a reason. A batch is claimed by whoever settles it first, the worker (to deliver) or a
-`shutdown` whose deadline passed (to count it), under one lock, so an item is never both.
+Every item `put` accepts is *settled* exactly once: delivered, or counted through
+`Batches.lost` with a reason. A batch is claimed by whoever settles it first, the worker (to
+deliver) or a `shutdown` whose deadline passed (to count it), under one lock, so an item is
+never both.
 Nothing a batch raises, BaseException included, ends the loop; should the loop die all the
 same, its items are counted (`worker_crash`) and the next `put` starts a fresh thread.
 """
@@ -23,18 +25,33 @@ import os
 import threading
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from refcheck_callbacks.engine.stats import LOST_SHUTDOWN_TIMEOUT, LOST_SIGNAL, LOST_WORKER_CRASH
+from refcheck_callbacks.contract.reasons import DropReason
 from refcheck_callbacks.support.deadline import Deadline
 from refcheck_callbacks.support.logs import logger
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")
 R = TypeVar("R")
-LostCallback = Callable[[int, str], None]
+
+
+class Batches(Protocol[Item, Out]):
+    """What the worker does with its batches: the monitor's `Checking`."""
+
+    async def check(self, items: list[Item]) -> Out:
+        """The batch's work, on the worker's loop."""
+        ...
+
+    def deliver(self, output: Out) -> None:
+        """Hand a batch's output on (exporters, hooks); called only for unsettled batches."""
+        ...
+
+    def lost(self, count: int, reason: DropReason) -> None:
+        """Count accepted items given up, and why."""
+        ...
 
 
 def _reset_in_child(ref: weakref.ReferenceType[BackgroundWorker[Any, Any]]) -> None:
@@ -51,17 +68,11 @@ class _Batch(Generic[Item]):
 
 
 class BackgroundWorker(Generic[Item, Out]):
-    """Args:
-    process: the batch's work, on the worker's loop; its output goes to `deliver`.
-    deliver: hands a batch's output on (exporters, hooks); runs only for unsettled batches.
-    lost: told how many accepted items were given up, and why.
-    """
+    """A bounded queue of items, checked and delivered in batches by `batches` (see the module)."""
 
     def __init__(
         self,
-        process: Callable[[list[Item]], Awaitable[Out]],
-        deliver: Callable[[Out], None],
-        lost: LostCallback,
+        batches: Batches[Item, Out],
         max_queue: int = 2048,
         batch_size: int = 32,
         max_wait: float = 0.05,
@@ -70,9 +81,7 @@ class BackgroundWorker(Generic[Item, Out]):
     ) -> None:
         if max_queue < 1 or batch_size < 1 or concurrency < 1:
             raise ValueError("max_queue, batch_size and concurrency must be at least 1")
-        self._process = process
-        self._deliver = deliver
-        self._lost = lost
+        self.batches = batches
         self.max_queue = max_queue
         self.batch_size = batch_size
         self.max_wait = max_wait
@@ -188,7 +197,7 @@ class BackgroundWorker(Generic[Item, Out]):
                 self._thread = self._loop = self._wake = None
             crashed = not self._stopping
         if crashed:
-            self._give_up(LOST_WORKER_CRASH)
+            self._give_up(DropReason.WORKER_CRASH)
 
     async def _consume(self, wake: asyncio.Event) -> None:
         slots = asyncio.Semaphore(self.concurrency)
@@ -234,15 +243,15 @@ class BackgroundWorker(Generic[Item, Out]):
 
     async def _run(self, batch: _Batch[Item], slots: asyncio.Semaphore) -> None:
         try:
-            output = await self._process(batch.items)
+            output = await self.batches.check(batch.items)
             if self._claim(batch):
-                self._deliver(output)
+                self.batches.deliver(output)
         except BaseException:
-            # `process` and `deliver` keep failures per request: this is a bug of ours, or a
+            # `check` and `deliver` keep failures per request: this is a bug of ours, or a
             # shutdown cancelling a batch it has already counted.
             if self._claim(batch):
                 logger.exception("refcheck worker: a batch failed; its items are counted lost")
-                self._lost(len(batch.items), LOST_WORKER_CRASH)
+                self.batches.lost(len(batch.items), DropReason.WORKER_CRASH)
         finally:
             slots.release()
             with self._idle:
@@ -257,7 +266,7 @@ class BackgroundWorker(Generic[Item, Out]):
             batch.settled = True
             return first
 
-    def _give_up(self, reason: str) -> int:
+    def _give_up(self, reason: DropReason) -> int:
         """Settle every queued and unsettled in-flight item as lost; how many there were."""
         with self._idle:
             count = len(self._queue)
@@ -270,7 +279,7 @@ class BackgroundWorker(Generic[Item, Out]):
             self._pending -= count
             self._idle.notify_all()
         if count:
-            self._lost(count, reason)
+            self.batches.lost(count, reason)
         return count
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -280,7 +289,9 @@ class BackgroundWorker(Generic[Item, Out]):
         with self._idle:
             return self._idle.wait_for(lambda: self._pending <= 0, timeout)
 
-    def shutdown(self, timeout: float | None, reason: str = LOST_SHUTDOWN_TIMEOUT) -> bool:
+    def shutdown(
+        self, timeout: float | None, reason: DropReason = DropReason.SHUTDOWN_TIMEOUT
+    ) -> bool:
         """Stop taking items, finish the queue within `timeout` (one deadline for everything),
         count what is left as lost for `reason`, stop the thread. A second call (a signal
         during a shutdown) waits within its own deadline and counts what is still left.
@@ -294,12 +305,12 @@ class BackgroundWorker(Generic[Item, Out]):
         try:
             flushed = self.flush(deadline.remaining())
         except BaseException:
-            self._stop(Deadline(0), LOST_SIGNAL)
+            self._stop(Deadline(0), DropReason.SIGNAL)
             raise
         self._stop(deadline, reason)
         return flushed
 
-    def _stop(self, deadline: Deadline, reason: str) -> None:
+    def _stop(self, deadline: Deadline, reason: DropReason) -> None:
         with self._lock:
             self._stopping = True
             thread, loop, wake = self._thread, self._loop, self._wake

@@ -15,7 +15,7 @@ from typing import Protocol
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
-from refcheck_callbacks.engine.stats import Tally
+from refcheck_callbacks.contract.reasons import Tally
 from refcheck_callbacks.exporters import names
 
 RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

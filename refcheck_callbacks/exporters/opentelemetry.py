@@ -37,10 +37,10 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
-from refcheck_callbacks.engine.stats import Tally
+from refcheck_callbacks.contract.components import Exporter
+from refcheck_callbacks.contract.reasons import Tally
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.attributes import ResultAttributes, clip_value, exportable
-from refcheck_callbacks.exporters.base import Exporter
 from refcheck_callbacks.exporters.events import EvaluationEvents, EventMode
 from refcheck_callbacks.exporters.instruments import instruments_for
 from refcheck_callbacks.support.deadline import Deadline

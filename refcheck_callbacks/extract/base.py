@@ -1,40 +1,18 @@
-"""The extractor protocol: many requests in, one claim list (or a failure) per request out."""
+"""What every extractor shares: the cut at `max_claims`, and a base for blocking extractors.
+
+The extractor protocol itself (`Extractor`, `Extraction`) is in `contract.components`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TypeVar
 
-from pydantic import BaseModel, Field
-
+from refcheck_callbacks.contract.components import Extraction
 from refcheck_callbacks.support.blocking import run_blocking
-from refcheck_callbacks.types import CheckRequest, Claim, Usage
+from refcheck_callbacks.types import CheckRequest
 
 T = TypeVar("T")
-
-
-class Extraction(BaseModel):
-    """The claims of one answer, or why there are none."""
-
-    claims: list[Claim] = Field(default_factory=list)
-    usage: Usage | None = None
-    error: str | None = None
-    """Set when extraction failed for this request; its claims are then meaningless."""
-    error_type: str | None = None
-    notes: list[str] = Field(default_factory=list)
-    """What the extractor changed or left out (a reply cut off, claims beyond `max_claims`);
-    added to the request's notes."""
-
-
-@runtime_checkable
-class Extractor(Protocol):
-    """Turns answers into claims. Batch-first: the engine hands over many requests at once."""
-
-    name: str
-
-    async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
-        """One `Extraction` per request, in order. Raising fails the whole batch."""
-        ...
 
 
 def first_claims(claims: Sequence[T], max_claims: int | None, notes: list[str]) -> list[T]:

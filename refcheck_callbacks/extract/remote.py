@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from refcheck_callbacks.contract.components import Extraction
 from refcheck_callbacks.errors import RemoteCallError
-from refcheck_callbacks.extract.base import Extraction
 from refcheck_callbacks.remote.http import RemoteComponent
 from refcheck_callbacks.remote.wire import EXTRACT_PATH, ExtractCall, ExtractReply
 from refcheck_callbacks.types import CheckRequest

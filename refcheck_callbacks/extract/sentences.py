@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from refcheck_callbacks.extract.base import Extraction, SyncExtractor
+from refcheck_callbacks.contract.components import Extraction
+from refcheck_callbacks.extract.base import SyncExtractor
 from refcheck_callbacks.text.spans import count_words, sentence_spans
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim
 

@@ -12,7 +12,8 @@ import asyncio
 from collections import Counter
 from collections.abc import Sequence
 
-from refcheck_callbacks.extract.base import Extraction, first_claims
+from refcheck_callbacks.contract.components import Extraction
+from refcheck_callbacks.extract.base import first_claims
 from refcheck_callbacks.extract.triplet_prompt import (
     ClaimFormat,
     ExtractionReplyError,

@@ -13,88 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import random
-import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from refcheck_callbacks.errors import LLMCallError
-from refcheck_callbacks.support.extras import require
+from refcheck_callbacks.llm.failures import classify, retry_after
+from refcheck_callbacks.llm.loading import load_litellm, unlogged, unlogged_call_flag
 from refcheck_callbacks.support.instrumentation import suppressed_instrumentation
 from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.support.retry import RetryPolicy
 from refcheck_callbacks.types import Usage
 
 Message = Mapping[str, str]
-
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-
-
-def load_litellm() -> ModuleType:
-    """litellm, imported once, offline (no price-map download) and quiet on errors."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    litellm = require("litellm", "llm")
-    # litellm prints a "Give Feedback" banner to stdout on every exception; we handle and
-    # count every failure ourselves, so the host's stdout stays clean.
-    setattr(litellm, "suppress_debug_info", True)  # noqa: B010 (untyped module attribute)
-    return litellm
-
-
-def _unlogged_call_flag() -> ContextVar[bool] | None:
-    """litellm's flag for calls it must not log or bill (its own nested calls), if it has one.
-
-    litellm (1.7x on) hands each async call's success logging to one process-wide worker task,
-    bound to the event loop it last ran on. A call from another loop (our worker's, while the
-    app calls litellm on its own loop, or a second monitor's) rebinds it and orphans the old
-    task, which the garbage collector then destroys while pending: asyncio logs "Task was
-    destroyed but it is pending!" into the app's logs at every switch between loops. Our judge
-    and extractor calls are not the app's work (they are kept out of its traces as well, see
-    `LLMClient._send`), so they skip litellm's logging callbacks, and with them that worker.
-    Usage and cost are still read from each response.
-    """
-    try:
-        from litellm._internal_context import is_internal_call
-    except ImportError:  # older litellm: per-call tasks on the calling loop, nothing to rebind
-        return None
-    return is_internal_call
-
-
-@contextmanager
-def _unlogged(flag: ContextVar[bool] | None) -> Iterator[None]:
-    if flag is None:
-        yield
-        return
-    token = flag.set(True)
-    try:
-        yield
-    finally:
-        flag.reset(token)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries: `max_retries` after the first attempt, waits capped by `max_backoff`."""
-
-    max_retries: int = 3
-    backoff: float = 0.5
-    """The first wait; each retry doubles it, plus up to 100% random jitter."""
-    max_backoff: float = 30.0
-    """The longest wait, also for a server's Retry-After."""
-
-    def wait(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry number `attempt` (1-based)."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_backoff)
-        base = self.backoff * (2 ** (attempt - 1))
-        return min(base * (1.0 + random.random()), self.max_backoff)
-
 
 TopLogprobs = list[tuple[str, float]]
 """One generated position: the likeliest tokens with their log-probabilities."""
@@ -133,90 +69,6 @@ class _Ask:
     temperature: float
     max_tokens: int | None
     extra: dict[str, Any]
-
-
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """The server's Retry-After (seconds form), from wherever litellm kept the headers."""
-    for headers in (
-        getattr(exc, "litellm_response_headers", None),
-        getattr(getattr(exc, "response", None), "headers", None),
-    ):
-        if not headers:
-            continue
-        value = headers.get("retry-after-ms")
-        if value is not None:
-            try:
-                return float(value) / 1000.0
-            except ValueError:
-                pass
-        value = headers.get("retry-after")
-        if value is not None:
-            try:
-                return float(value)
-            except ValueError:
-                return None  # an HTTP date: fall back to our own backoff
-    return None
-
-
-def _chain(exc: BaseException, depth: int = 6) -> list[BaseException]:
-    """The exception and the ones it was raised from: litellm wraps the SDK's error, which
-    wraps the HTTP client's, which wraps the socket's."""
-    chain = [exc]
-    while len(chain) < depth and (cause := chain[-1].__cause__ or chain[-1].__context__):
-        chain.append(cause)
-    return chain
-
-
-def _failed_before_sending(exc: BaseException) -> bool:
-    """litellm reports a client that could not even be built (no API key) as a 500 it raised
-    while handling the OpenAI SDK's bare `OpenAIError`; retrying that cannot help."""
-    for cause in _chain(exc, depth=5)[1:]:
-        kind = type(cause)
-        # The SDK's base class exactly: its HTTP failures are subclasses with other names.
-        if kind.__name__ == "OpenAIError" and kind.__module__.partition(".")[0] == "openai":
-            return True
-    return False
-
-
-def _timed_out(exc: BaseException) -> bool:
-    return any(
-        isinstance(cause, asyncio.TimeoutError) or "Timeout" in type(cause).__name__
-        for cause in _chain(exc)
-    )
-
-
-def _failed_to_connect(exc: BaseException) -> bool:
-    """Whether the connection failed: refused, reset, unreachable, or a host name that does
-    not resolve. litellm reports that as a 500 of its own, but no server answered."""
-    return any(
-        isinstance(cause, ConnectionError | socket.gaierror) or "Connect" in type(cause).__name__
-        for cause in _chain(exc)
-    )
-
-
-def _classify(exc: BaseException) -> tuple[str, bool]:
-    """(kind, retryable) for an exception raised by one attempt."""
-    if _failed_before_sending(exc):
-        return "client_error", False
-    if _timed_out(exc):
-        return "timeout", True
-    if _failed_to_connect(exc):
-        return "connection", True
-    status = _status_of(exc)
-    if status == 429:
-        return "rate_limit", True
-    if status == 408:
-        return "timeout", True
-    if status is not None and status >= 500:
-        return "server_error", status in _RETRYABLE_STATUS
-    if status is not None:
-        return "client_error", status in _RETRYABLE_STATUS
-    return "client_error", False
 
 
 class LLMClient:
@@ -277,7 +129,7 @@ class LLMClient:
     def litellm(self) -> ModuleType:
         if self._litellm is None:
             self._litellm = load_litellm()
-            self._unlogged_flag = _unlogged_call_flag()
+            self._unlogged_flag = unlogged_call_flag()
         return self._litellm
 
     @property
@@ -360,12 +212,12 @@ class LLMClient:
             except LLMCallError:
                 raise
             except Exception as exc:
-                kind, retryable = _classify(exc)
+                kind, retryable = classify(exc)
                 if not retryable or attempt > self.retry.max_retries:
                     why = "retries exhausted: " if retryable else ""
                     message = f"{why}{kind} after {attempt} request(s): {_short(exc)}"
                     raise LLMCallError(message, kind, spent.usage()) from exc
-                wait = self.retry.wait(attempt, _retry_after(exc))
+                wait = self.retry.wait(attempt, retry_after(exc))
                 if time.monotonic() + wait >= give_up_at:
                     raise LLMCallError(
                         f"{kind}; the next retry (in {wait:.1f}s) would pass the "
@@ -405,7 +257,7 @@ class LLMClient:
                 self._requests_sent += 1
             spent.requests += 1
             try:
-                with suppressed_instrumentation(), _unlogged(self._unlogged_flag):
+                with suppressed_instrumentation(), unlogged(self._unlogged_flag):
                     # Our own clock as well as the HTTP client's: a server that trickles bytes
                     # must not hold a slot past the deadline.
                     return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout + 1.0)

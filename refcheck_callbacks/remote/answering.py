@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import TypeVar
 
-from refcheck_callbacks.check.base import preload
-from refcheck_callbacks.cli.specs import build_checker, build_extractor
+from refcheck_callbacks.contract.components import Extraction, preload
+from refcheck_callbacks.contract.registry import build_checker, build_extractor
 from refcheck_callbacks.errors import StageOutputError
-from refcheck_callbacks.extract.base import Extraction
 from refcheck_callbacks.remote.wire import (
     CheckCall,
     CheckReply,

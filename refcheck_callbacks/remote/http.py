@@ -31,7 +31,6 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
 from refcheck_callbacks.errors import RemoteCallError
-from refcheck_callbacks.llm.client import RetryPolicy
 from refcheck_callbacks.remote.reply import (
     ERROR_BODY_BYTES,
     Answer,
@@ -49,6 +48,7 @@ from refcheck_callbacks.remote.wire import (
 )
 from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.support.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import httpx

@@ -22,7 +22,7 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from refcheck_callbacks.extract.base import Extraction
+from refcheck_callbacks.contract.components import Extraction
 from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, Reference, Verdict
 
 WIRE_VERSION: Final = 1

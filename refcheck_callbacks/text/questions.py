@@ -14,6 +14,13 @@ the place of the question word:
 - a question word inside the question (`... a head office in what city?`) is replaced in place;
 - `Is Paris in France?` + `yes` -> `Paris in France`; + `no` -> `not Paris in France`.
 
+A reply about the conversation is not an answer: a phrase that speaks to or of the people
+talking (`Happy to help!`, `Thanks for asking`, `Let me check`: a first- or second-person
+word, or a courtesy word first) states nothing of the world and stays a sentence (too short
+to be a claim: the answer abstains). A phrase that cannot be what the question asks for is not
+its answer either: `How tall / many / old ...?` asks for an amount, so `Paris` is no answer to
+it.
+
 A question that fits none of these gives `question: answer`. Linear in the texts.
 """
 
@@ -21,7 +28,8 @@ from __future__ import annotations
 
 import re
 
-from refcheck_callbacks.text.lexical import AUXILIARIES, IRREGULAR_PAST, STOPWORDS
+from refcheck_callbacks.text.lexical import AUXILIARIES, IRREGULAR_PAST, STOPWORDS, numbers
+from refcheck_callbacks.text.mention_words import NUMBER_WORDS, SCALES
 
 MAX_WORDS = 8
 """An answer of more words is a sentence or a list, extracted as it is."""
@@ -32,6 +40,14 @@ _PREPOSITIONS = frozenset("in on at by from since during before after around abo
 _YES = frozenset({"yes", "yeah", "yep", "correct", "true"})
 _NO = frozenset({"no", "nope", "false", "incorrect"})
 _WORD = re.compile(r"\S+")
+_PERSONAL = frozenset("i me my mine we us our you your yours i'm i'll i've you're let's".split())
+"""Words of the people in the conversation: a phrase holding one is about the talk."""
+_COURTESY = frozenset(
+    "thanks thank please sorry hello hi hey welcome sure okay ok glad happy cheers bye goodbye "
+    "absolutely certainly gladly anytime".split()
+)
+"""Words a reply about the conversation opens with (`Sure, ...`, `Happy to help`)."""
+_AMOUNT_WORDS = frozenset(NUMBER_WORDS) | frozenset(SCALES) | {"a", "an", "several", "few"}
 
 
 def is_short_answer(answer: str, question: str | None) -> bool:
@@ -47,9 +63,27 @@ def is_short_answer(answer: str, question: str | None) -> bool:
         return True
     if any(w in AUXILIARIES or w.endswith("n't") for w in words):
         return False
+    if words[0] in _COURTESY or any(w in _PERSONAL for w in words):
+        return False
+    if _asks_for_an_amount(question) and not _states_an_amount(answer, words):
+        return False
     asked = {w.strip("?,.\"'").lower() for w in _WORD.findall(question)} - STOPWORDS - _WH
     shared = asked & set(words)
     return not asked or 2 * len(shared) <= len(asked)
+
+
+def _asks_for_an_amount(question: str) -> bool:
+    """`How many / much / tall / old ...`: `how` and a word that is no auxiliary (`How did
+    ...` asks for a manner, anything may answer it)."""
+    lowered = [w.strip(",\"'").lower() for w in _WORD.findall(question)]
+    return any(
+        word == "how" and index + 1 < len(lowered) and lowered[index + 1] not in AUXILIARIES
+        for index, word in enumerate(lowered)
+    )
+
+
+def _states_an_amount(answer: str, words: list[str]) -> bool:
+    return bool(numbers(answer)) or any(w in _AMOUNT_WORDS for w in words)
 
 
 def claim_from_question(question: str, answer: str) -> str:
@@ -86,8 +120,8 @@ def _question_word(lowered: list[str]) -> int | None:
 def _wh_phrase_end(lowered: list[str], wh: int) -> int:
     """The index after the question phrase: `which magazine`, `how many moons`, `what`."""
     end = wh + 1
-    if lowered[wh] == "how" and end < len(lowered):
-        end += 1  # how many, how tall
+    if lowered[wh] == "how" and end < len(lowered) and lowered[end] not in AUXILIARIES:
+        end += 1  # how many, how tall (not `how did`: a manner)
         if lowered[end - 1] in ("many", "much") and end < len(lowered):
             end += 1 if lowered[end] not in AUXILIARIES else 0
     elif lowered[wh] in _TAKES_NOUN and end < len(lowered) and lowered[end] not in AUXILIARIES:

@@ -17,13 +17,18 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "bench.md"
 RERUN = ("begin", "faithdial")
 
 
-def _rows(markdown: str) -> dict[str, list[str]]:
-    """Each embedded-checker row of the table, by dataset, without its claims/s cell."""
-    rows = {}
+def _rows(markdown: str) -> dict[str, dict[str, str]]:
+    """Each embedded-checker row of the results table, by dataset, cell by column name, without
+    the claims/s cell."""
+    rows: dict[str, dict[str, str]] = {}
+    header: list[str] = []
     for line in markdown.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 11 and cells[1] == "embedded":
-            rows[cells[0]] = cells[:-1]
+        if cells[:2] == ["dataset", "checker"]:
+            header = cells
+        elif header and len(cells) == len(header) and cells[1] == "embedded":
+            rows.setdefault(cells[0], dict(zip(header, cells, strict=True)))
+            rows[cells[0]].pop("claims/s", None)
     return rows
 
 

@@ -22,7 +22,7 @@ from refcheck_callbacks.bench.plots import (
     UNSUPPORTED_COLOUR,
 )
 from refcheck_callbacks.bench.report import render_html
-from refcheck_callbacks.bench.runner import BenchReport
+from refcheck_callbacks.bench.results import BenchReport
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LIMIT = 30

@@ -15,7 +15,7 @@ from refcheck_callbacks.bench.runner import (
     support_score,
 )
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.cli.progress import Progress
+from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import Label, Verdict
 
 E, N, C = Label.ENTAILMENT, Label.NEUTRAL, Label.CONTRADICTION

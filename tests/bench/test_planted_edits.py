@@ -13,7 +13,7 @@ from refcheck_callbacks.bench.planted_edits import planted_examples
 from refcheck_callbacks.bench.runner import check_examples
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.cli.main import main
-from refcheck_callbacks.cli.progress import Progress
+from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import Label
 
 REFERENCE = (

@@ -31,7 +31,7 @@ from refcheck_callbacks import (
     Reference,
 )
 from refcheck_callbacks.check.remote import RemoteChecker
-from refcheck_callbacks.cli.specs import build_checker
+from refcheck_callbacks.contract.registry import build_checker
 from refcheck_callbacks.llm.client import RetryPolicy
 from refcheck_callbacks.remote.wire import (
     DEFAULT_MAX_REPLY_BYTES,

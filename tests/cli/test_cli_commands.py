@@ -11,14 +11,10 @@ from pathlib import Path
 import pytest
 
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.cli.component_names import REFCHECKER_NLI_MODEL, from_refchecker_name
 from refcheck_callbacks.cli.main import _spec, build_parser, main
-from refcheck_callbacks.cli.specs import (
-    REFCHECKER_NLI_MODEL,
-    ComponentSpecError,
-    build_checker,
-    build_extractor,
-    from_refchecker_name,
-)
+from refcheck_callbacks.contract.registry import build_checker, build_extractor
+from refcheck_callbacks.errors import ComponentSpecError
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 
 COMMANDS = ["extract", "check", "extract-check", "bench", "data", "demo"]

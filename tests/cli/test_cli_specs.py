@@ -16,7 +16,8 @@ from refcheck_callbacks.check.cascade import CascadeChecker
 from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.check.nli.checker import NLIChecker
 from refcheck_callbacks.cli.main import main
-from refcheck_callbacks.cli.specs import ComponentSpecError, build_checker
+from refcheck_callbacks.contract.registry import build_checker
+from refcheck_callbacks.errors import ComponentSpecError
 from refcheck_callbacks.types import Label
 
 RECORDS = [

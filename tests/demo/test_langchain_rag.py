@@ -7,7 +7,7 @@ import pytest
 
 from refcheck_callbacks import CheckResult
 from refcheck_callbacks.demo import langchain_rag
-from refcheck_callbacks.demo.quickstart import load_examples
+from refcheck_callbacks.demo.examples import load_examples
 
 
 def test_quickstart_chain_checks_every_scripted_answer_with_its_retrieved_documents(

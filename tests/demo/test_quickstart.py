@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from refcheck_callbacks.demo.quickstart import check_directly, load_examples
+from refcheck_callbacks.demo.examples import load_examples
+from refcheck_callbacks.demo.quickstart import check_directly
 
 
 def test_the_examples_ship_with_the_package() -> None:

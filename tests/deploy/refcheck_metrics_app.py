@@ -37,7 +37,7 @@ from refcheck_callbacks import (
     Verdict,
 )
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage
-from refcheck_callbacks.engine.stats import Tally
+from refcheck_callbacks.contract.reasons import Tally
 
 MODELS = ("model-a", "model-b")
 LABEL_WORDS = {

@@ -265,7 +265,7 @@ def test_the_issues_burst_fires_the_spike_alert_and_every_dashboard_query_return
         "refcheck_stage",
         f"sum by (refcheck_stage) (refcheck_stage_duration_seconds_count{selector})",
     )
-    pipeline = {"queue", "extract", "check", "aggregate", "total"}
+    pipeline = {"queue", "extract", "check", "conflict", "aggregate", "total"}
     assert set(stages) == pipeline | {"check.quick", "check.scripted"}  # cascade stages
     escalations = prometheus.by(
         "refcheck_stage", f"sum by (refcheck_stage) (refcheck_cascade_escalations_total{selector})"

@@ -15,6 +15,7 @@ from refcheck_callbacks import (
     Tally,
 )
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.contract.answers import Paired, Pairing
 
 REFERENCE = "The Eiffel Tower is 330 metres tall. It was completed in 1889 in Paris."
 
@@ -152,6 +153,48 @@ def test_deferred_references_are_read_in_the_worker(monitor: RefCheckMonitor, si
     assert len(sink.results) == 2 and good.request.references[0].text == REFERENCE
     assert worker_threads and worker_threads[0] != threading.current_thread().name
     assert bad.message == "the input could not be read: the node store is gone"
+
+
+class _ScriptedPairing(Pairing):
+    """An integration's capture whose decision the test gives: `Paired`, None, or a raise."""
+
+    def __init__(self, decided: Paired | Exception | None) -> None:
+        self.decided = decided
+        self.threads: list[str] = []
+
+    def pair(self) -> Paired | None:
+        self.threads.append(threading.current_thread().name)
+        if isinstance(self.decided, Exception):
+            raise self.decided
+        return self.decided
+
+
+def test_a_pairing_is_decided_in_the_worker_skipped_when_it_finds_nothing(
+    monitor: RefCheckMonitor, sink
+) -> None:
+    """An integration's `Pairing` decides answer, references, model and id off the app's
+    thread; one that finds nothing its model saw is counted skipped `no_references` (no
+    result), and one that raises fails its own request."""
+    found = _ScriptedPairing(
+        Paired("The Eiffel Tower is 330 metres tall.", [REFERENCE], "gpt-x", "resp-1")
+    )
+    nothing = _ScriptedPairing(None)
+    broken = _ScriptedPairing(ValueError("the run state is gone"))
+    for pairing in (found, nothing, broken):
+        assert monitor.submit(question="How tall?", pairing=pairing)
+    assert monitor.flush(timeout=60)
+    checked, failed = sorted(sink.results, key=lambda r: r.outcome is Outcome.INVALID_INPUT)
+    assert len(sink.results) == 2
+    assert checked.outcome is Outcome.CHECKED
+    assert checked.request.answer == "The Eiffel Tower is 330 metres tall."
+    assert [r.text for r in checked.request.references] == [REFERENCE]
+    assert (checked.request.model, checked.request.response_id) == ("gpt-x", "resp-1")
+    assert checked.request.question == "How tall?"
+    assert failed.message == "the input could not be read: the run state is gone"
+    assert monitor.stats.get(Tally.SKIPPED, "no_references") == 1
+    threads = found.threads + nothing.threads + broken.threads
+    assert len(threads) == 3 and threading.current_thread().name not in threads
+    assert monitor.check(pairing=_ScriptedPairing(None)).outcome is Outcome.NO_REFERENCES
 
 
 def test_extracted_claims_are_bounded_by_max_claims_and_the_cut_is_noted(

@@ -26,7 +26,7 @@ from refcheck_callbacks import (
     Tally,
     TraceContext,
 )
-from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.contract.components import Exporter
 
 REFERENCES = ["The Eiffel Tower is 330 metres tall. It stands in Paris."]
 

@@ -7,13 +7,23 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from scripted_checkers import KeywordChecker
+from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
 
-from refcheck_callbacks import Placement, ProtocolError, RefCheckMonitor
+from refcheck_callbacks import (
+    Label,
+    Outcome,
+    Placement,
+    PlacementError,
+    ProtocolError,
+    RefCheckMonitor,
+    Verdict,
+)
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.engine.pipeline import Pipeline
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
 from refcheck_callbacks.extract.sentences import SentenceExtractor
+from refcheck_callbacks.remote.wire import CheckCall, CheckReply
 
 
 def test_in_thread_results_say_thread_on_the_span_under_the_apps_span(
@@ -74,3 +84,34 @@ def test_an_object_that_lacks_a_member_is_refused_naming_the_member(
 ) -> None:
     with pytest.raises(ProtocolError, match=says):
         RefCheckMonitor(placement=placement, exporters=[], **options)  # type: ignore[arg-type]
+
+
+def _entailed(received: Received) -> Reply:
+    """A checker service's reply: every claim of the call entailed."""
+    call = CheckCall.model_validate(received.body)
+    verdicts = [Verdict(label=Label.ENTAILMENT, confidence=0.9) for _ in call.claims]
+    return Reply(raw=CheckReply(checker="served", verdicts=verdicts).model_dump_json().encode())
+
+
+def test_placement_service_checks_on_the_service_from_the_monitors_thread(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    llm_server.respond(_entailed)
+    with RefCheckMonitor(
+        checker=f"remote:{llm_server.url}", placement="service", exporters=[]
+    ) as monitor:
+        assert monitor.runner.placement is Placement.SERVICE
+        assert not hasattr(monitor.runner, "pid")  # no checking process for a service
+        result = monitor.check(
+            answer="Paris is the capital of France.", references=["Paris is in France."]
+        )
+    assert (result.outcome, result.placement) == (Outcome.CHECKED, Placement.SERVICE)
+    assert [v.label for v in result.verdicts] == [Label.ENTAILMENT]
+    assert len(llm_server.received) == 1
+
+
+def test_placement_service_refuses_a_checker_that_checks_in_the_app() -> None:
+    with pytest.raises(PlacementError, match=r"placement='service' .*checker='remote:URL'"):
+        RefCheckMonitor(checker=KeywordChecker(), placement="service", exporters=[])
+    with pytest.raises(PlacementError, match="'thread', 'process' or 'service', not 'cloud'"):
+        RefCheckMonitor(checker=KeywordChecker(), placement="cloud", exporters=[])

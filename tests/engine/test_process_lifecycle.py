@@ -223,6 +223,23 @@ def _lines(out: str, word: str) -> list[list[str]]:
     return [line.split()[1:] for line in out.splitlines() if line.split()[:1] == [word]]
 
 
+FORKS_AT_START = 6
+"""Fresh apps forking as their monitor spawns its child: 2 of 5 such forks waited for ever."""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_an_app_forking_while_its_child_spawns_gets_a_working_fork() -> None:
+    """Issue 26 (gunicorn's `--preload`): a fork taken while the supervisor thread spawned the
+    checking process inherited the locks that thread held (a module's import lock, the
+    resource tracker's), and the fork's own first spawn waited for them for ever."""
+    for attempt in range(FORKS_AT_START):
+        app = _app("fork-at-start")
+        out, err = app.communicate(timeout=180)
+        assert app.returncode == 0, err
+        assert _lines(out, "fork-status") == [["0"]], f"fork {attempt}: {out}{err[-2000:]}"
+        assert _lines(out, "fork") == [["checked", "process"]]
+
+
 def test_the_apps_exit_checks_what_is_queued_then_stops_the_child() -> None:
     app = _app("exit", "200")
     out, err = app.communicate(timeout=180)

@@ -79,7 +79,7 @@ def _findings(result: CheckResult) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def embedded_in_thread() -> list[CheckResult]:
-    return _run(checker="embedded")
+    return _run(checker="embedded", placement="thread")
 
 
 def test_the_embedded_checker_in_a_child_gives_the_threads_results(
@@ -184,7 +184,7 @@ def test_a_failing_redact_hook_ends_the_request_in_the_app() -> None:
         ({"checker": KeywordChecker()}, "not a built KeywordChecker"),
         ({"checker": lambda: KeywordChecker()}, "cannot be pickled"),
         ({"checker": KeywordChecker, "placement": "service"}, "RemoteChecker"),
-        ({"checker": KeywordChecker, "placement": "cluster"}, "'thread' or 'process'"),
+        ({"checker": KeywordChecker, "placement": "cluster"}, "'thread', 'process' or 'service'"),
     ],
     ids=["built", "lambda", "service", "unknown"],
 )
@@ -253,6 +253,49 @@ def test_a_factory_the_child_cannot_import_fails_with_a_message_that_says_so() -
     outcome, restarts, message = out.stdout.split(" ", 2)
     assert (outcome, restarts) == ("error", "0")
     assert "LocalChecker" in message and "define them in a module" in message
+
+
+UNGUARDED_APP = """
+import time
+from scripted_checkers import KeywordChecker
+from refcheck_callbacks import RefCheckMonitor, Tally
+started = time.monotonic()
+monitor = RefCheckMonitor(checker=KeywordChecker, placement="process", exporters=[])
+result = monitor.check(answer="It is in Paris.", references=["Paris."])
+print("seconds", time.monotonic() - started)
+print("failed", monitor.stats.get(Tally.FAILED, result.error_type))
+print("result", result.outcome.value, result.error_type, result.message)
+monitor.shutdown()
+"""
+UNGUARDED_BOUND = 30.0
+"""Seconds an app without the main guard waits for its answer to fail: 120 s and a traceback
+per try before (issue 26), under a second now; the bound leaves a loaded machine room."""
+
+
+def test_an_app_without_the_main_guard_fails_at_once_with_one_message_naming_it(
+    tmp_path: Path,
+) -> None:
+    """The checking process imports the app's main module again (spawn): an app that builds
+    its monitor at import would run itself in the child. Its requests fail with a
+    `PlacementError` naming the guard, logged once; nothing raises in the app."""
+    script = tmp_path / "app.py"
+    script.write_text(UNGUARDED_APP, encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(HELPERS)},
+    )
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert float(lines["seconds"]) < UNGUARDED_BOUND
+    assert lines["failed"] == "1"
+    assert lines["result"].startswith("error PlacementError ")
+    assert 'under `if __name__ == "__main__":`' in lines["result"]
+    assert str(script) in lines["result"]
+    assert "Traceback" not in out.stderr
+    assert out.stderr.count("__main__") == 1, out.stderr
 
 
 def test_acheck_is_answered_by_the_child_too() -> None:

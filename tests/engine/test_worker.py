@@ -6,9 +6,28 @@ import asyncio
 import threading
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from refcheck_callbacks.engine.worker import BackgroundWorker
+
+
+@dataclass
+class Batches:
+    """The worker's `Batches` from three functions: what a batch makes, where it goes, what is
+    counted lost."""
+
+    process: Callable[[list[int]], Awaitable[Any]]
+    deliver: Callable[[Any], object]
+    count_lost: Callable[[int, str], object]
+
+    async def check(self, items: list[int]) -> Any:
+        return await self.process(items)
+
+    def lost(self, count: int, reason: str) -> None:
+        self.count_lost(count, reason)
 
 
 def _worker(handler: Recorder, **options: float) -> BackgroundWorker[int, None]:
@@ -17,7 +36,7 @@ def _worker(handler: Recorder, **options: float) -> BackgroundWorker[int, None]:
     def lost(count: int, reason: str) -> None:
         raise AssertionError(f"{count} items lost: {reason}")
 
-    return BackgroundWorker(handler, lambda _: None, lost, **options)  # type: ignore[arg-type]
+    return BackgroundWorker(Batches(handler, lambda _: None, lost), **options)  # type: ignore[arg-type]
 
 
 class Recorder:
@@ -103,7 +122,8 @@ def test_a_handler_raising_a_base_exception_loses_only_its_batch_which_is_counte
         return batch
 
     worker: BackgroundWorker[int, list[int]] = BackgroundWorker(
-        process, delivered.append, lambda count, reason: lost.append((count, reason)), batch_size=1
+        Batches(process, delivered.append, lambda count, reason: lost.append((count, reason))),
+        batch_size=1,
     )
     assert all(worker.put(i) for i in range(3))
     assert worker.flush(10)
@@ -119,7 +139,8 @@ def test_a_shutdown_deadline_settles_every_item_once_delivered_or_lost() -> None
     lost: list[tuple[int, str]] = []
     delivered: list[None] = []
     worker: BackgroundWorker[int, None] = BackgroundWorker(
-        handler, delivered.append, lambda count, reason: lost.append((count, reason)), batch_size=2
+        Batches(handler, delivered.append, lambda count, reason: lost.append((count, reason))),
+        batch_size=2,
     )
     assert all(worker.put(i) for i in range(10))
     started = time.monotonic()

@@ -9,7 +9,7 @@ import pytest
 from scripted_openai_server import PRICED_MODEL, UNPRICED_MODEL, Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks import CheckRequest, Reference, Triplet
-from refcheck_callbacks.extract.base import Extraction, Extractor
+from refcheck_callbacks.contract.components import Extraction, Extractor
 from refcheck_callbacks.extract.triplet_prompt import (
     ExtractionReplyError,
     parse_subsentences,

@@ -23,7 +23,7 @@ from results import ResultSink
 from scripted_checkers import GatedChecker, KeywordChecker, SlowChecker
 
 from refcheck_callbacks import CheckResult, Outcome, RefCheckMonitor, Tally
-from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.contract.components import Exporter
 
 REFERENCES = ["The Eiffel Tower is 330 metres tall. It stands in Paris."]
 LOST_REASONS = ("shutdown_timeout", "exit", "signal", "worker_crash")

@@ -25,9 +25,9 @@ from results import ResultSink
 from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import Outcome, RefCheckMonitor, StageTimeouts
-from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.cli.batch import BatchOptions, BatchRun
 from refcheck_callbacks.cli.refchecker_format import Mode
+from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 

@@ -20,7 +20,7 @@ from results import ResultSink
 from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import Outcome, RefCheckMonitor, StageTimeouts, Tally
-from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.contract.components import Exporter
 
 REFERENCE = "The Eiffel Tower stands in Paris. " * 300  # about 10 KB
 

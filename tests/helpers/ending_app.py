@@ -24,7 +24,7 @@ from pathlib import Path
 from scripted_checkers import SlowChecker
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally
-from refcheck_callbacks.exporters.base import Exporter
+from refcheck_callbacks.contract.components import Exporter
 
 
 class CountsFile(Exporter):

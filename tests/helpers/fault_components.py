@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import CheckItem, CheckRequest, Verdict
-from refcheck_callbacks.extract.base import Extraction, SyncExtractor
+from refcheck_callbacks.contract.components import Extraction
+from refcheck_callbacks.extract.base import SyncExtractor
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 
 MARK = "pathological"

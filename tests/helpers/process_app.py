@@ -9,13 +9,18 @@ Lines it prints: `checking PID` (its checking process), `result OUTCOME PLACEMEN
   that its child holds for 2 s (`MarkedSlowChecker` writes its pid to MARKER), prints `ready`,
   and waits for the signal;
 - `light`: checks with the embedded checker in its child, then prints `loaded` and the heavy
-  modules the app's own process imported (none expected).
+  modules the app's own process imported (none expected);
+- `fork-at-start`: forks right after building the monitor, while its supervisor spawns the
+  checking process (gunicorn's `--preload`); the fork checks an answer (`fork ...`, killed by
+  SIGALRM after 60 s if it waits for ever), and the parent prints `fork-status` (its exit
+  code; -14 for the alarm).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 import time
 
@@ -61,6 +66,18 @@ def sigterm(marker: str) -> None:
     time.sleep(600)
 
 
+def fork_at_start() -> None:
+    monitor = RefCheckMonitor(checker=KeywordChecker, placement="process", exporters=[])
+    forked = os.fork()
+    if forked == 0:
+        signal.alarm(60)
+        report(monitor.check(answer="The fork is in Paris.", references=REFERENCES), "fork")
+        os._exit(0)
+    _, status = os.waitpid(forked, 0)
+    say("fork-status", os.waitstatus_to_exitcode(status))
+    monitor.shutdown()
+
+
 def main(mode: str, count: int) -> None:
     def exiting(result: CheckResult) -> None:
         if result.request.metadata["i"] == 0:
@@ -104,5 +121,7 @@ if __name__ == "__main__":
         light()
     elif sys.argv[1] == "sigterm":
         sigterm(sys.argv[2])
+    elif sys.argv[1] == "fork-at-start":
+        fork_at_start()
     else:
         main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)

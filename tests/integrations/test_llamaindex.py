@@ -657,8 +657,9 @@ def test_instrumenting_twice_registers_once(
     index: VectorStoreIndex, monitor: RefCheckMonitor, sink: Any
 ) -> None:
     try:
-        instrument_llamaindex(monitor)
+        first = instrument_llamaindex(monitor)
         capture = instrument_llamaindex(monitor)
+        assert capture is first  # the same sink and options: the installed capture
         assert _ours_on_root() == (1, 1)
         index.as_query_engine(llm=MockLLM(), similarity_top_k=1).query("How long is the Nile?")
         assert len(_results(monitor, sink)) == 1
@@ -666,6 +667,16 @@ def test_instrumenting_twice_registers_once(
     finally:
         uninstrument_llamaindex()
     assert _ours_on_root() == (0, 0)
+
+
+def test_other_options_replace_the_capture(monitor: RefCheckMonitor) -> None:
+    try:
+        first = instrument_llamaindex(monitor)
+        second = instrument_llamaindex(monitor, stream_ttl=5.0)
+        assert second is not first and second.options == (5.0, 10_000)
+        assert _ours_on_root() == (1, 1)
+    finally:
+        uninstrument_llamaindex()
 
 
 def test_instrumenting_again_moves_capture_to_the_new_monitor(

@@ -53,7 +53,9 @@ def main(api_base: str, answers: int) -> None:
 
     monitors = [
         RefCheckMonitor(
-            checker=LLMChecker(MODEL, api_base=api_base, api_key="k"), on_result=[record]
+            checker=LLMChecker(MODEL, api_base=api_base, api_key="k"),
+            on_result=[record],
+            placement="thread",  # a judge built here, waiting on the network
         )
         for _ in range(2)
     ]

@@ -30,7 +30,7 @@ from telemetry import Telemetry
 from refcheck_callbacks import CheckResult, RefCheckMonitor
 from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.cli.main import main
-from refcheck_callbacks.cli.specs import build_checker, build_extractor
+from refcheck_callbacks.contract.registry import build_checker, build_extractor
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.extract.triplets import LLMExtractor
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler

@@ -29,10 +29,10 @@ ray = import_or_skip("ray", "the serve extra is not installed")
 from ray import serve  # noqa: E402
 
 from refcheck_callbacks import RefCheckMonitor  # noqa: E402
-from refcheck_callbacks.check.base import Checker  # noqa: E402
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker  # noqa: E402
 from refcheck_callbacks.check.nli.checker import NLIChecker  # noqa: E402
 from refcheck_callbacks.check.remote import RemoteChecker  # noqa: E402
+from refcheck_callbacks.contract.components import Checker  # noqa: E402
 from refcheck_callbacks.remote.wire import CheckCall  # noqa: E402
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application  # noqa: E402
 from refcheck_callbacks.serve.component import BatchSettings  # noqa: E402

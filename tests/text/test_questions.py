@@ -41,6 +41,9 @@ from refcheck_callbacks.text.questions import claim_from_question, is_short_answ
         ("Is Paris in France?", "Yes.", "Paris in France"),
         ("Is Paris in France?", "no", "not Paris in France"),
         ("Name the largest planet.", "Jupiter", "Name the largest planet: Jupiter"),
+        ("How many moons does Mars have?", "two", "Mars have two moons"),
+        ("Which country is London in?", "Great Britain", "London is in Great Britain"),
+        ("How did the war end?", "with a treaty", "the war end with a treaty"),
     ],
 )
 def test_the_question_turned_into_a_statement_holds_the_answer(
@@ -58,6 +61,15 @@ def test_the_question_turned_into_a_statement_holds_the_answer(
         ("Delhi", None),  # no question to build from
         ("", "What is the capital of India?"),
         ("one two three four five six seven eight nine", "What are the numbers?"),
+        # replies about the conversation state nothing of the world
+        ("Happy to help!", "How tall is the Eiffel Tower?"),
+        ("Sure, happy to help.", "What is the capital of India?"),
+        ("Thanks for asking!", "Who wrote Hamlet?"),
+        ("Let me check that for you", "Where was Obama born?"),
+        ("Anytime!", "What city is the Eiffel Tower in?"),
+        # an amount is asked for and none is given
+        ("Paris", "How tall is the Eiffel Tower?"),
+        ("Mars", "How many moons does Mars have?"),
     ],
 )
 def test_sentences_and_answers_without_a_question_are_left_alone(

@@ -1,46 +1,19 @@
-"""What a conflict finder returns, and how it turns a verdict into a Contradiction or a Neutral."""
+"""How a conflict finder's answer turns a verdict into a Contradiction or a Neutral.
+
+The finder protocol and what it returns (`ConflictFinder`, `FoundConflict`) are in
+`contract.components`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
+from refcheck_callbacks.contract.components import FoundConflict
 from refcheck_callbacks.types import (
     CharSpan,
     CheckItem,
-    ConflictKind,
     Evidence,
     Label,
     Verdict,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class FoundConflict:
-    """A reference statement that conflicts with a claim."""
-
-    kind: ConflictKind
-    reference_index: int
-    start: int
-    end: int
-    """The statement's characters in its reference."""
-    share: float
-    """P(contradiction | not entailed) the finder gives the claim."""
-    detail: str
-    """What conflicts, for the explanation: "the reference states '330 metres' where the
-    claim says '450 metres'"."""
-
-
-@runtime_checkable
-class ConflictFinder(Protocol):
-    """Finds the reference statement a claim conflicts with, for many claims at once."""
-
-    name: str
-
-    async def find(self, items: Sequence[CheckItem]) -> list[FoundConflict | None]:
-        """One result per item, in order: the conflicting statement, or None."""
-        ...
 
 
 def support(verdict: Verdict) -> float:

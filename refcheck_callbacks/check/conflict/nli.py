@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from refcheck_callbacks.check.conflict import kinds
-from refcheck_callbacks.check.conflict.base import FoundConflict
 from refcheck_callbacks.check.conflict.stage import MODEL_CONTRADICTION_BAR
 from refcheck_callbacks.check.merge import SegmentScore
 from refcheck_callbacks.check.nli.checker import DEFAULT_NLI_MODEL, NLIChecker
 from refcheck_callbacks.check.nli.families import Aggregation
+from refcheck_callbacks.contract.components import FoundConflict
 from refcheck_callbacks.support.blocking import run_blocking
 from refcheck_callbacks.types import CheckItem, Label
 

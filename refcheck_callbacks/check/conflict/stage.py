@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from refcheck_callbacks.check.conflict import kinds
-from refcheck_callbacks.check.conflict.base import (
-    ConflictFinder,
-    FoundConflict,
-    contradiction,
-    only_unsupported,
-)
+from refcheck_callbacks.check.conflict.base import contradiction, only_unsupported
+from refcheck_callbacks.contract.components import ConflictFinder, FoundConflict
 from refcheck_callbacks.types import CharSpan, CheckItem, Label, Verdict
 
 MODEL_CONTRADICTION_BAR = 0.8

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from refcheck_callbacks.check.conflict.base import FoundConflict
 from refcheck_callbacks.check.embedded import conflicts
+from refcheck_callbacks.contract.components import FoundConflict
 from refcheck_callbacks.support.blocking import run_blocking
 from refcheck_callbacks.types import CheckItem
 

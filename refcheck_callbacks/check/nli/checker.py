@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,12 +47,13 @@ from refcheck_callbacks.check.nli.precision import TieGuard, recheck
 from refcheck_callbacks.check.nli.preselection import closest_segments
 from refcheck_callbacks.check.nli.recognise import named_family, recognise
 from refcheck_callbacks.check.nli.scoring import Head, Row
-from refcheck_callbacks.check.segments import Segment, segment_text
+from refcheck_callbacks.check.nli.segmenting import ReferenceSegments
+from refcheck_callbacks.check.segments import Segment
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.support.lru import LRU, digest
-from refcheck_callbacks.text.spans import count_words, sentence_spans
+from refcheck_callbacks.text.spans import sentence_spans
 from refcheck_callbacks.types import CheckItem, Label, Verdict
 
 DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
@@ -181,7 +182,13 @@ class NLIChecker(SyncChecker):
         self._claim_limit = self.max_length - self.pairs.overhead() - _MIN_PREMISE_TOKENS
         if self._claim_limit <= 0:
             raise ValueError(f"max_length {self.max_length} leaves no room for a claim")
-        self._configure_segments(segment_tokens, segment_overlap_tokens)
+        self.segments = ReferenceSegments(
+            self.tokenizer, self.family, self.max_length, segment_tokens, segment_overlap_tokens
+        )
+        self.segment_tokens = self.segments.size
+        self.segment_overlap_tokens = self.segments.overlap
+        self.segment_in_words = self.segments.in_words
+        """The reference segmentation, in the family's unit (tokens, or words)."""
         self.top_k_segments = top_k_segments
         self._encoder = encoder
         on_cuda = self.device.startswith("cuda")
@@ -190,7 +197,6 @@ class NLIChecker(SyncChecker):
         )
         self.counts = NLICounts()
         self._pair_cache: LRU[bytes, Row] = LRU(cache_size)
-        self._segment_cache: LRU[bytes, tuple[tuple[int, int], ...]] = LRU(4096)
         self._lock = threading.Lock()
         logger.info(
             "refcheck: NLI model %s (%s) on %s (%s)",
@@ -200,15 +206,6 @@ class NLIChecker(SyncChecker):
     support_threshold = 0.5
     """P(entailment) from which a claim is entailed: the 2-way families' rule (a 3-way model's
     argmax can say Entailment from 1/3)."""
-
-    def _configure_segments(self, tokens: int | None, overlap: int | None) -> None:
-        chunk = self.family.chunk
-        self.segment_in_words = chunk is not None and chunk.unit == "words"
-        self.segment_tokens = tokens or (chunk.size if chunk else min(256, self.max_length // 2))
-        if not self.segment_in_words and self.segment_tokens >= self.max_length:
-            raise ValueError(f"segment_tokens must be below max_length ({self.max_length})")
-        default_overlap = chunk.overlap if chunk else self.segment_tokens // 8
-        self.segment_overlap_tokens = default_overlap if overlap is None else overlap
 
     @property
     def encoder(self) -> SentenceEncoder:
@@ -244,7 +241,7 @@ class NLIChecker(SyncChecker):
 
     def _scored(self, items: Sequence[CheckItem]) -> _Scored:
         """Segments, scored units and the model's rows for a batch (under the lock)."""
-        spans = self._reference_spans({r.text for item in items for r in item.references})
+        spans = self.segments.spans({r.text for item in items for r in item.references})
         segments = [
             [
                 Segment(index, start, end, reference.text[start:end])
@@ -256,7 +253,7 @@ class NLIChecker(SyncChecker):
         if self.top_k_segments is not None:
             segments = closest_segments(self.encoder, items, segments, self.top_k_segments)
         units = [self._units(item.claim.text) for item in items]
-        unit_tokens = self._token_counts([unit for item_units in units for unit in item_units])
+        unit_tokens = self.segments.token_counts([u for item_units in units for u in item_units])
         claims = [
             _ScoredClaim(us, ss, all(unit_tokens[u] <= self._claim_limit for u in us))
             for us, ss in zip(units, segments, strict=True)
@@ -284,55 +281,6 @@ class NLIChecker(SyncChecker):
         if not self.family.claim_sentences:
             return [claim]
         return [claim[a:b] for a, b in sentence_spans(claim)] or [claim]
-
-    def _reference_spans(self, texts: Iterable[str]) -> dict[str, tuple[tuple[int, int], ...]]:
-        """Segment spans of each distinct reference text; each text is split once, then cached.
-
-        In token units, the sentences of every uncached text are counted in one tokenizer call:
-        one call per sentence cost more than the split itself.
-        """
-        spans: dict[str, tuple[tuple[int, int], ...]] = {}
-        missing: list[str] = []
-        for text in texts:
-            cached = self._segment_cache.get(digest(text))
-            if cached is None:
-                missing.append(text)
-            else:
-                spans[text] = cached
-        counts = (
-            {}
-            if self.segment_in_words
-            else self._token_counts(
-                [text[a:b] for text in missing for a, b in sentence_spans(text)]
-            )
-        )
-        for text in missing:
-            spans[text] = tuple(
-                (s.start, s.end)
-                for s in segment_text(
-                    text,
-                    max_tokens=self.segment_tokens,
-                    overlap_tokens=self.segment_overlap_tokens,
-                    count_tokens=count_words
-                    if self.segment_in_words
-                    # Pieces of an over-long sentence are not among the pre-counted sentences.
-                    else lambda t: counts[t] if t in counts else self._count_tokens(t),
-                )
-            )
-            self._segment_cache.put(digest(text), spans[text])
-        return spans
-
-    def _token_counts(self, texts: Sequence[str]) -> dict[str, int]:
-        """Tokens in each distinct text (no special tokens), from one batched tokenizer call."""
-        distinct = list(dict.fromkeys(texts))
-        if not distinct:
-            return {}
-        # verbose=False: counting a long reference is not feeding it to the model.
-        ids = self.tokenizer(distinct, add_special_tokens=False, verbose=False)["input_ids"]
-        return {text: len(row) for text, row in zip(distinct, ids, strict=True)}
-
-    def _count_tokens(self, text: str) -> int:
-        return self._token_counts([text])[text]
 
     def _rows(self, pairs: Sequence[Pair]) -> dict[Pair, Row]:
         """The model's softmax row for every pair: each distinct pair from cache or scored once."""
@@ -417,7 +365,7 @@ class NLIChecker(SyncChecker):
         )
 
     def _too_long(self, item: CheckItem, units: list[str]) -> Verdict:
-        longest = max(self._count_tokens(unit) for unit in units)
+        longest = max(self.segments.count_tokens(unit) for unit in units)
         what = "a sentence of the claim" if len(units) > 1 else "the claim"
         return Verdict(
             label=None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import pickle
 import signal
@@ -34,9 +35,25 @@ from refcheck_callbacks.engine.placement.messages import (
 )
 from refcheck_callbacks.support.logs import logger
 
+NAME = "refcheck-checking"
+"""The checking process's name (multiprocessing's), set before it imports the app's main."""
+UNGUARDED_MAIN_EXIT = 86
+"""The exit code of a checking process that found itself building a monitor while importing
+the app's main module: the app lacks the `if __name__ == "__main__":` guard."""
 NICENESS = 10
 """How much lower the child's CPU priority is than the app's: where the two compete for cores,
 the app's own work goes first and the checking waits (its queue bounded, its drops counted)."""
+
+
+def exit_if_reimporting_main() -> None:
+    """Called as any monitor is built. In a checking process still importing the app's main
+    module (spawn runs it again, as `__mp_main__`), building a monitor means the app's code
+    runs at import, outside `if __name__ == "__main__":`: the child would run the app (load
+    models, serve requests) and start a child of its own. It exits at once instead, with
+    `UNGUARDED_MAIN_EXIT`, which the app reads as that."""
+    process = multiprocessing.current_process()
+    if getattr(process, "_inheriting", False) and process.name == NAME:
+        os._exit(UNGUARDED_MAIN_EXIT)
 
 
 def main(connection: socket.socket, recipe: bytes) -> None:
@@ -91,6 +108,7 @@ def _built(recipe: bytes) -> Pipeline | StartFailed:
             error_type=type(exc).__name__,
             message=f"{exc} (the extractor and checker factories must be importable by a "
             "fresh interpreter: define them in a module, not in a notebook or `python -c`)",
+            unreadable_recipe=True,
         )
     try:
         return loaded.pipeline()

@@ -1,60 +1,40 @@
 """The extractor and checker a monitor is given: built objects, specs, or factories.
 
-In the monitor's thread any of the three will do. A checking process builds its own: from a
-spec (`"nli:MODEL"`, `"py:package.module:Factory"`, as `refcheck` takes them) or from a
-picklable factory (a class, a module-level function, a `functools.partial` of one), called
-without arguments in the child. A built object cannot be sent there, and is refused.
+In the monitor's thread any of the three will do (the registry resolves them:
+`contract.registry.resolve`). A checking process builds its own: from a spec (`"nli:MODEL"`,
+`"py:package.module:Factory"`, a registered name) or from a picklable factory (a class, a
+module-level function, a `functools.partial` of one), called without arguments in the child.
+A built object cannot be sent there, and is refused.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from refcheck_callbacks.check.base import Checker, preload
-from refcheck_callbacks.check.conflict.specs import DEFAULT_CONFLICT, ConflictSource
+from refcheck_callbacks.contract.components import Checker, Extractor, implementing, preload
+from refcheck_callbacks.contract.registry import (
+    CHECKERS,
+    EXTRACTORS,
+    ConflictSource,
+    Source,
+    is_built,
+    resolve,
+)
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.engine.pipeline import Pipeline, Redactor, StageTimeouts
-from refcheck_callbacks.engine.protocols import implementing
+from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, Redactor, StageTimeouts
 from refcheck_callbacks.errors import PlacementError
-from refcheck_callbacks.extract.base import Extractor
 from refcheck_callbacks.types import Placement
 
-ComponentSource = str | Callable[[], Any]
-"""A spec or a factory: how a component is made rather than the component itself."""
 
-
-def is_built(component: object, protocol: type) -> bool:
-    """Whether `component` is the component itself (not a spec, class or factory)."""
-    return not isinstance(component, (str, type)) and isinstance(component, protocol)
-
-
-def built_checker(source: Checker | ComponentSource) -> Checker:
-    from refcheck_callbacks.cli.specs import build_checker
-
-    checker: Checker = _component(source, Checker, "checker", build_checker)
+def built_checker(source: Checker | Source) -> Checker:
+    checker: Checker = resolve(CHECKERS, source)
     return checker
 
 
-def built_extractor(source: Extractor | ComponentSource) -> Extractor:
-    from refcheck_callbacks.cli.specs import build_extractor
-
-    extractor: Extractor = _component(source, Extractor, "extractor", build_extractor)
+def built_extractor(source: Extractor | Source) -> Extractor:
+    extractor: Extractor = resolve(EXTRACTORS, source)
     return extractor
-
-
-def _component(
-    source: object, protocol: type, what: str, from_spec: Callable[[str], object]
-) -> Any:
-    """A spec is built, a factory called; an object that is neither, or what a factory made,
-    must implement the protocol (`ProtocolError` naming the members it lacks)."""
-    if isinstance(source, str):
-        return from_spec(source)
-    if callable(source) and not is_built(source, protocol):
-        source = source()
-    return implementing(source, protocol, what)
 
 
 @dataclass(frozen=True)
@@ -65,7 +45,7 @@ class Settings:
     timeouts: StageTimeouts
     max_claims: int | None
     conflict: ConflictSource = DEFAULT_CONFLICT
-    """The conflict stage: a spec, a finder or a factory (`check.conflict.specs`)."""
+    """The conflict stage: a spec, a finder or a factory (`contract.registry`)."""
 
     def pipeline(
         self,
@@ -90,15 +70,15 @@ class Settings:
 class Recipe:
     """How a checking process builds its pipeline; pickled into the child at spawn."""
 
-    extractor: ComponentSource
-    checker: ComponentSource
+    extractor: Source
+    checker: Source
     settings: Settings
 
     @classmethod
     def of(
         cls,
-        extractor: Extractor | ComponentSource,
-        checker: Checker | ComponentSource,
+        extractor: Extractor | Source,
+        checker: Checker | Source,
         settings: Settings,
     ) -> Recipe:
         """The recipe, or `PlacementError` saying which part cannot go to a child process."""

@@ -44,6 +44,9 @@ class StartFailed(_Message):
     kind: Literal["start_failed"] = "start_failed"
     error_type: str
     message: str
+    unreadable_recipe: bool = False
+    """It could not even read how to build them: a factory that exists only in the app's
+    process (defined in a notebook or `python -c`)."""
 
 
 class Call(_Message):

@@ -11,6 +11,10 @@ process (which then sees exactly what a judge or an exporter would).
 
 After `os.fork`, the new process lets go of its parent's checking process and starts its own
 on its first batch.
+
+A monitor left at the default placement (`falls_back`) checks in its own thread instead when
+no child can start here (see `Supervisor.unstartable`): the batch that found out, and every
+one after it, run there, and one `PlacementWarning` says why.
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ from dataclasses import dataclass
 
 from refcheck_callbacks.engine.pipeline import Redactor, Withheld, redacted
 from refcheck_callbacks.engine.placement.components import Recipe
+from refcheck_callbacks.engine.placement.in_thread import InThread, in_thread, warn_in_thread
 from refcheck_callbacks.engine.placement.messages import Ready, Reply
 from refcheck_callbacks.engine.placement.spawned import Failure
 from refcheck_callbacks.engine.placement.supervisor import Supervisor
 from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement
+
+_STOP_AFTER_FALLBACK = 5.0
+"""Seconds to stop a supervisor whose child could not start (it holds nothing)."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,11 @@ class InChildProcess:
 
     placement = Placement.PROCESS
 
-    def __init__(self, recipe: Recipe, redact: Redactor | None) -> None:
+    def __init__(self, recipe: Recipe, redact: Redactor | None, falls_back: bool = False) -> None:
+        self.falls_back = falls_back
+        """Left at the default placement: check in the thread where no child can start."""
+        self.thread: InThread | None = None
+        """The in-thread runner it fell back to, if it did."""
         # multiprocessing's exit hook terminates daemonic children. Imported above, it was
         # registered before the monitor's own exit hook, so it runs after it (atexit runs
         # hooks last-in first-out): the monitor's exit flush still has its checking process.
@@ -91,6 +103,8 @@ class InChildProcess:
 
     async def run(self, requests: Sequence[CheckRequest]) -> list[CheckResult]:
         """One result per request, in order. Never raises for a request or for the child."""
+        if self.thread is not None:
+            return await self.thread.run(requests)
         redactions = None if self._redact is None else [self._redaction(r) for r in requests]
         prepared = list(requests) if redactions is None else [r.outcome for r in redactions]
         sent = [r for r in prepared if isinstance(r, CheckRequest)]
@@ -98,6 +112,8 @@ class InChildProcess:
         supervisor = self._supervising()
         if sent and supervisor is not None:
             answer = await asyncio.wrap_future(supervisor.submit(sent))
+            if supervisor.unstartable is not None and self.falls_back:
+                return await self._fall_back(supervisor.unstartable).run(requests)
         ready = None if supervisor is None else supervisor.ready
         checked = iter(self._results(sent, answer, ready))
         results = [
@@ -120,6 +136,16 @@ class InChildProcess:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _fall_back(self, why: str) -> InThread:
+        """The in-thread runner from now on (built here, on the monitor's worker), said once."""
+        if self.thread is None:
+            warn_in_thread(why, stacklevel=2)
+            recipe = self._recipe
+            self.thread = in_thread(recipe.extractor, recipe.checker, recipe.settings, self._redact)
+            self.placement = Placement.THREAD
+            self.close(_STOP_AFTER_FALLBACK)
+        return self.thread
+
     def _supervising(self) -> Supervisor | None:
         """The supervisor, started (again, if its thread died: a bug of ours) when needed."""
         with self._lock:
@@ -128,7 +154,7 @@ class InChildProcess:
             if self._supervisor is None or not self._supervisor.alive:
                 if self._supervisor is not None:
                     self._restarts_before += self._supervisor.restarts + 1
-                self._supervisor = Supervisor(self._recipe)
+                self._supervisor = Supervisor(self._recipe, falls_back=self.falls_back)
             return self._supervisor
 
     def _redaction(self, request: CheckRequest) -> _Redaction:

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import multiprocessing.process
+import multiprocessing.resource_tracker
+import os
 import pickle
 import signal
 import socket
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -36,6 +40,32 @@ from refcheck_callbacks.types import CheckRequest
 
 _AFTER_END = 1.0
 """Seconds to wait for the other sign of the end (socket closed, process exited) after one."""
+
+
+# An app may fork while a supervisor thread spawns a child (gunicorn's `--preload`: the master
+# builds the monitor, then forks its workers). What that thread holds then stays held in the
+# fork, where no thread will release it, and the fork's own first spawn would wait for ever:
+# - the import locks of modules a spawn imports lazily: imported here, before any supervisor;
+# - the resource tracker's lock, taken while it starts: a fresh one after a fork.
+for _module in (
+    "multiprocessing.popen_spawn_posix",
+    "multiprocessing.spawn",
+    "multiprocessing.connection",
+    "subprocess",
+    "_posixsubprocess",
+):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_module)
+
+
+def _fresh_tracker_lock() -> None:
+    """After `os.fork`, in the new process (see above): no thread of the fork holds the
+    tracker's lock, so a fresh one is always safe."""
+    tracker: Any = multiprocessing.resource_tracker._resource_tracker
+    tracker._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_tracker_lock)
 
 
 @dataclass(frozen=True)
@@ -75,7 +105,7 @@ class SpawnedChild:
             # (a factory it cannot import) instead of dying before it can speak.
             target=child.main,
             args=(child_end, pickle.dumps(recipe)),
-            name="refcheck-checking",
+            name=child.NAME,
             daemon=True,
         )
         try:

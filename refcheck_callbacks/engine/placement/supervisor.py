@@ -12,8 +12,15 @@ starts another when it ends. Every batch gets an answer, whatever happens:
   means it no longer works; it is killed and replaced;
 - no child becomes ready (it keeps dying young, or its components take for ever to load): a
   batch that waited `start_timeout` to be sent fails;
-- the child cannot build its components (`StartFailed`): that will not change by retrying,
-  so every batch fails at once with its error, and no other child is started.
+- the child cannot build its components (`StartFailed`), or it exits because the app's main
+  module lacks its `if __name__ == "__main__":` guard (`child.UNGUARDED_MAIN_EXIT`): that
+  will not change by retrying, so every batch fails at once with its error, and no other
+  child is started.
+
+With `falls_back` (a monitor left at the default placement), a child that cannot start here
+at all (no guard, a factory it cannot import, a process that cannot spawn) sets `unstartable`
+before its batches fail, and the runner checks them in its thread instead; nothing is logged
+as an error then.
 """
 
 from __future__ import annotations
@@ -22,12 +29,14 @@ import asyncio
 import contextlib
 import itertools
 import multiprocessing
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 
+from refcheck_callbacks.engine.placement.child import UNGUARDED_MAIN_EXIT
 from refcheck_callbacks.engine.placement.components import Recipe
 from refcheck_callbacks.engine.placement.messages import (
     CallFailed,
@@ -39,7 +48,11 @@ from refcheck_callbacks.engine.placement.messages import (
     encode,
 )
 from refcheck_callbacks.engine.placement.spawned import Failure, PendingCall, SpawnedChild
-from refcheck_callbacks.errors import CheckingProcessError, MonitorUnavailableError
+from refcheck_callbacks.errors import (
+    CheckingProcessError,
+    MonitorUnavailableError,
+    PlacementError,
+)
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckRequest
 
@@ -60,12 +73,17 @@ def _lost(why: str) -> Failure:
 class Supervisor:
     """The checking process's keeper; see the module doc. `close` ends it for good."""
 
-    def __init__(self, recipe: Recipe, start_timeout: float = START_TIMEOUT) -> None:
+    def __init__(
+        self, recipe: Recipe, start_timeout: float = START_TIMEOUT, falls_back: bool = False
+    ) -> None:
         timeouts = recipe.settings.timeouts
         self.answer_timeout = 2 * (timeouts.extract + timeouts.check) + ANSWER_MARGIN
         self.start_timeout = start_timeout
         self.restarts = 0
         """Children started after the first: each one replaced a child that ended."""
+        self.falls_back = falls_back
+        self.unstartable: str | None = None
+        """Why no checking process can start here, once known (with `falls_back` only)."""
         self.ready: Ready | None = None
         """What the latest child said when it became ready (its components' names)."""
         self.child: SpawnedChild | None = None
@@ -169,8 +187,12 @@ class Supervisor:
         try:
             child = SpawnedChild(self._context, self._recipe)
         except Exception as exc:
-            logger.exception("refcheck: the checking process could not be started")
-            return f"the checking process could not be started ({exc!r})", 0
+            why = f"the checking process could not be started ({exc!r})"
+            if self.falls_back:
+                self._break(Failure(PlacementError.__name__, why), unstartable=True)
+            else:
+                logger.exception("refcheck: the checking process could not be started")
+            return why, 0
         self.child = child
         try:
             await child.serve(self._on_message)
@@ -178,6 +200,8 @@ class Supervisor:
             logger.exception("refcheck: serving the checking process failed")
             child.kill("was stopped: the app could not talk to it")
         self.child = None
+        if child.ready is None and child.process.exitcode == UNGUARDED_MAIN_EXIT:
+            self._break(Failure(PlacementError.__name__, _unguarded_main()), unstartable=True)
         held = list(child.calls.values())
         ended = f"the checking process {child.ended}"
         self._resolve_all(held, _lost(f"{ended} while it held this request"))
@@ -189,16 +213,22 @@ class Supervisor:
             while self._waiting:
                 self._send(child, self._waiting.popleft())
         elif isinstance(message, StartFailed):
-            self._broken = Failure(
-                message.error_type,
-                f"the checking process could not build its components: {message.message}",
-            )
-            logger.error("refcheck: %s; every request will fail with it", self._broken.message)
-            self._resolve_all(self._waiting, self._broken)
+            why = f"the checking process could not build its components: {message.message}"
+            self._break(Failure(message.error_type, why), message.unreadable_recipe)
         else:
             call = child.calls.pop(message.id, None)
             if call is not None:
                 call.resolve(message if isinstance(message, Reply) else _failed_call(message))
+
+    def _break(self, failure: Failure, unstartable: bool = False) -> None:
+        """No child will ever work (see the module doc): fail every batch with `failure`;
+        with `falls_back`, where no child can start at all, the runner takes them instead."""
+        self._broken = failure
+        if unstartable and self.falls_back:
+            self.unstartable = failure.message
+        else:
+            logger.error("refcheck: %s; every request will fail with it", failure.message)
+        self._resolve_all(self._waiting, failure)
 
     def _accept(self, call: PendingCall) -> None:
         if call.future.done():  # the caller gave up before we got it
@@ -253,6 +283,17 @@ class Supervisor:
 def _unavailable() -> Failure:
     return Failure(
         MonitorUnavailableError.__name__, "the monitor shut down before this request was checked"
+    )
+
+
+def _unguarded_main() -> str:
+    main = getattr(sys.modules.get("__main__"), "__file__", None) or "the app's main module"
+    return (
+        f'placement="process" needs the app\'s entry point under `if __name__ == "__main__":`. '
+        f"The checking process imports {main} again (multiprocessing's spawn does), and there it "
+        "built a RefCheckMonitor at import, outside that guard, so it would run the app itself. "
+        "Move the code that starts the app, the monitor included, under the guard, or use "
+        'placement="thread"'
     )
 
 

@@ -4,9 +4,10 @@ LangChain reports a tree of runs (`run_id`, `parent_run_id`) from the caller's t
 worker threads and asyncio tasks. The handler keeps one small state per root run in
 `RunStates` (children are aliases of their root): retriever runs, chain outputs and tool
 artifacts add documents, LLM runs add generations with their prompts, and when the root ends
-`pairing` decides the question, the answer and the references (its docstring states the
-rules) and the handler submits them to the monitor. The callback path only copies references
-to objects and enqueues; matching documents against the prompt runs in the monitor's worker.
+the handler submits what it captured to its `AnswerSink` (the monitor) as a
+`pairing.CapturedAnswer`, whose rules decide the question, the answer and the references. The
+callback path only copies references to objects and enqueues; matching documents against the
+prompt runs in the monitor's worker.
 Every body is guarded, so nothing we do can raise into the chain.
 
 Attach it per call with `config={"callbacks": [handler]}`, or to every chain with
@@ -25,10 +26,11 @@ require("langchain_core", "langchain")
 
 from langchain_core.messages import BaseMessage  # noqa: E402
 
-from refcheck_callbacks.engine.monitor import RefCheckMonitor  # noqa: E402
+from refcheck_callbacks.contract.answers import AnswerSink  # noqa: E402
 from refcheck_callbacks.integrations.langchain import outputs as read  # noqa: E402
 from refcheck_callbacks.integrations.langchain import pairing  # noqa: E402
 from refcheck_callbacks.integrations.langchain.override import EVENT as OVERRIDE_EVENT  # noqa: E402
+from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments  # noqa: E402
 from refcheck_callbacks.integrations.langchain.run import (  # noqa: E402
     ANSWER_TAG,
     IN_RETRIEVER,
@@ -37,15 +39,14 @@ from refcheck_callbacks.integrations.langchain.run import (  # noqa: E402
     RootRun,
 )
 from refcheck_callbacks.integrations.langchain.tree import RunTree  # noqa: E402
-from refcheck_callbacks.integrations.parked import ParkedDocuments  # noqa: E402
-from refcheck_callbacks.integrations.run_state import RunStates  # noqa: E402
+from refcheck_callbacks.integrations.shared.run_state import RunStates  # noqa: E402
 
 
 class RefCheckCallbackHandler(RunTree):
     """Captures question, answer and references of each root run and submits them for checking.
 
     Args:
-        monitor: where answers go (`RefCheckMonitor.submit`, which never blocks).
+        sink: where answers go: a `RefCheckMonitor` (its `submit` never blocks).
         question_key: take the question from this key of the root run's input dict (text or a
             message list); by default the root input (see `pairing`).
         answer_from: "output" (default): the root output when it is text, a message or a
@@ -67,7 +68,7 @@ class RefCheckCallbackHandler(RunTree):
 
     def __init__(
         self,
-        monitor: RefCheckMonitor,
+        sink: AnswerSink,
         *,
         question_key: str | None = None,
         answer_from: pairing.AnswerSource = "output",
@@ -79,12 +80,12 @@ class RefCheckCallbackHandler(RunTree):
     ) -> None:
         if answer_from not in ("llm", "output"):
             raise ValueError(f"answer_from must be 'llm' or 'output', not {answer_from!r}")
-        self.monitor = monitor
+        self.sink = sink
         self.question_key = question_key
         self.answer_from = answer_from
         self.output_key = output_key
         self.answer_node = answer_node
-        self._max_references = monitor.limits.max_references
+        self._max_references = sink.limits.max_references
         # Keyed by `UUID.int`: hashing an int is C code, hashing a UUID is Python code, and
         # each callback hashes its ids several times.
         self._runs: RunStates[RootRun] = RunStates(
@@ -225,7 +226,7 @@ class RefCheckCallbackHandler(RunTree):
         """A chain, tool or retriever failed: a root that fails is counted, not checked."""
         try:
             if self._end(run_id, parent_run_id) is not None:
-                self._skip(read.error_reason(error))
+                self.sink.skipped(read.error_reason(error))
         except Exception:
             self._failed("on_error")
 
@@ -350,6 +351,6 @@ class RefCheckCallbackHandler(RunTree):
             state.open_generations.pop(run_id.int, None)
             if state.run_id == run_id:
                 self._free(state.key)
-                self._skip(read.error_reason(error))
+                self.sink.skipped(read.error_reason(error))
         except Exception:
             self._failed("on_llm_error")

@@ -1,4 +1,10 @@
-"""Attach one LangChain handler to every chain: wraps `BaseCallbackManager.__init__`."""
+"""Attach one LangChain handler to every chain: wraps `BaseCallbackManager.__init__`.
+
+The same shape as `instrument_llamaindex`: `instrument_langchain(sink, **options)` returns the
+installed capture (here the `RefCheckCallbackHandler`), the same one for the same sink and
+options, a new one replacing it for others; `uninstrument_langchain()` detaches. Runs already
+started keep the handler they were given and end as usual, so nothing open is lost.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +20,8 @@ require("langchain_core", "langchain")
 
 from langchain_core.callbacks import BaseCallbackManager  # noqa: E402
 
-from refcheck_callbacks.engine.monitor import RefCheckMonitor  # noqa: E402
-from refcheck_callbacks.engine.stats import Tally  # noqa: E402
+from refcheck_callbacks.contract.answers import AnswerSink  # noqa: E402
+from refcheck_callbacks.contract.reasons import ErrorReason  # noqa: E402
 from refcheck_callbacks.integrations.langchain.handler import RefCheckCallbackHandler  # noqa: E402
 from refcheck_callbacks.support.logs import logger  # noqa: E402
 
@@ -36,7 +42,7 @@ def _add_global_handler(manager: Any) -> None:
             manager.add_handler(handler, inherit=True)
     except Exception:
         with contextlib.suppress(Exception):
-            handler.monitor.record(Tally.ERRORS, "langchain_callback")
+            handler.sink.errored(ErrorReason.LANGCHAIN_CALLBACK)
         logger.exception("refcheck: could not attach to a LangChain callback manager")
 
 
@@ -49,21 +55,21 @@ def _wrap_init(original: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
-def instrument_langchain(monitor: RefCheckMonitor, **options: Any) -> RefCheckCallbackHandler:
-    """Attach one `RefCheckCallbackHandler` to every LangChain chain run from now on.
+def instrument_langchain(sink: AnswerSink, **options: Any) -> RefCheckCallbackHandler:
+    """Check the answers of every LangChain chain run from now on with `sink` (a monitor).
 
     Like OpenInference, this wraps `BaseCallbackManager.__init__`: each new callback
     manager gets the handler unless it already holds a `RefCheckCallbackHandler` (one passed
-    in `config["callbacks"]` wins). Calling it again with the same monitor and options
-    returns the installed handler; with others it replaces it for runs started afterwards.
-    `options` are `RefCheckCallbackHandler`'s keyword arguments.
+    in `config["callbacks"]` wins). Idempotent: calling it again with the same sink and
+    options returns the installed handler; with others it replaces it for runs started
+    afterwards. `options` are `RefCheckCallbackHandler`'s keyword arguments.
     """
     global _global_handler, _global_options, _original_init, _patched_init
     with _instrument_lock:
         current = _global_handler
-        if current is not None and current.monitor is monitor and _global_options == options:
+        if current is not None and current.sink is sink and _global_options == options:
             return current
-        handler = RefCheckCallbackHandler(monitor, **options)
+        handler = RefCheckCallbackHandler(sink, **options)
         if _original_init is None:
             _original_init = BaseCallbackManager.__init__
             _patched_init = _wrap_init(_original_init)

@@ -12,7 +12,8 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from refcheck_callbacks.integrations.user_input import text_field
+from refcheck_callbacks.contract.reasons import SkipReason
+from refcheck_callbacks.integrations.shared.user_input import text_field
 
 SCORE_KEYS = ("score", "relevance_score", "similarity_score", "_score")
 ID_KEYS = ("id", "doc_id", "document_id")
@@ -177,8 +178,9 @@ def message_text(content: Any) -> str:
     return "".join(parts)
 
 
-def error_reason(error: BaseException) -> str:
-    return "run_cancelled" if type(error).__name__ in CANCELLED else "run_error"
+def error_reason(error: BaseException) -> SkipReason:
+    """Why a root run that ended with `error` is not checked."""
+    return SkipReason.RUN_CANCELLED if type(error).__name__ in CANCELLED else SkipReason.RUN_ERROR
 
 
 def first_generation(response: Any) -> Any:

@@ -12,41 +12,53 @@ question is the user's input.**
   answered (LLM calls inside retrievers and tool-call requests do not count) has no answer.
 - The answering generation: the one that wrote the answer; else, among the run's LLM calls,
   the last one whose prompt holds a retrieved document or a tool result (the one that saw the
-  context), else the last one.
+  context), else the last one. Where that means reading prompts, it is chosen in the worker.
 - Question: `override_pairing(question=...)`; else the root input (or its `question_key`
   value): text, the last human message of a message list or `messages` state (the turn being
   answered), or the one text value of a dict (else its "question", "input" or "query"). Never
   a retriever's or tool's query: the first one, when it differs, goes into the metadata as
   `refcheck.retrieval_query` (a rewritten query stays visible).
-- References (chosen in the monitor's worker, `select_references`): what the app said with
-  `override_pairing(references=...)` or the output of a run tagged `refcheck:references`;
-  else every document seen in the run (outermost retrievers first, then inner retrievers,
-  chain outputs such as a graph node's documents, tool artifacts, and documents parked by an
-  earlier run, see `parked`) whose text is in the answering generation's prompt, plus the
-  content of tool results in that prompt that hold none of them; where nothing matches (the
-  app reformats documents), the outermost retrievers' documents, else all documents seen.
+- References: what the app said with `override_pairing(references=...)` or the output of a run
+  tagged `refcheck:references`; else every document seen in the run (outermost retrievers
+  first, then inner retrievers, chain outputs such as a graph node's documents, tool
+  artifacts, and documents parked by an earlier run, see `parked`) whose text is in the
+  answering generation's prompt, plus the content of tool results in that prompt that hold
+  none of them; where nothing matches (the app reformats documents), the outermost retrievers'
+  documents, else all documents seen. Documents parked by an earlier run count only when the
+  answering prompt shows one of them.
+
+**Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
+handler takes what can be told from the run's shape (`answer_options`, `question_of`,
+`has_sources`) and submits a `CapturedAnswer`: references to the candidates, the generations
+that may have answered, and what the app chose. The monitor's worker calls its `pair` (the
+`Pairing` interface), which chooses the answering generation, looks for the documents in its
+prompt and takes parked documents it shows: the time that grows with the documents is spent
+there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 
-from refcheck_callbacks.integrations import prompt_match
+from refcheck_callbacks.contract.answers import Paired, Pairing
 from refcheck_callbacks.integrations.langchain import outputs as read
+from refcheck_callbacks.integrations.langchain.parked import ParkedClaim
 from refcheck_callbacks.integrations.langchain.run import (
     IN_ANSWER,
     IN_RETRIEVER,
     Generation,
     RootRun,
 )
+from refcheck_callbacks.integrations.shared import prompt_match
 
 AnswerSource = Literal["output", "llm"]
 OVERRIDE_KEYS = ("question", "answer", "references")
 _SAW_CHECK_DOCUMENTS = 20
-"""Documents tried per generation when telling which one saw the context (app thread)."""
+"""Documents tried per generation when telling which one saw the context."""
 
 
 # -- prompts ---------------------------------------------------------------------------------
@@ -85,31 +97,56 @@ def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
 # -- answer ----------------------------------------------------------------------------------
 
 
-def _answering(candidates: list[Generation], state: RootRun) -> Generation:
+def _answering(candidates: list[Generation], documents: Sequence[Any]) -> Generation:
     """The generation that saw the context, the last one of those; else the last one."""
     if len(candidates) > 1:
-        documents = state.documents or state.extra_documents
         for generation in reversed(candidates):
             if saw_context(generation, documents):
                 return generation
     return candidates[-1]
 
 
-def _pick(found: list[tuple[str, Any]], state: RootRun) -> tuple[str, Generation | None]:
+def _pick(
+    found: list[tuple[str | None, Generation | None]], documents: Sequence[Any]
+) -> tuple[str | None, Generation | None]:
     """One answer among several generated values of a dict: the one whose model saw the context
     (the answer beside, say, suggested follow-up questions)."""
     if len(found) > 1:
-        documents = state.documents or state.extra_documents
         for text, generation in reversed(found):
             if generation is not None and saw_context(generation, documents):
                 return text, generation
     return found[-1]
 
 
-def answer_of(
+@dataclass(slots=True)
+class AnswerOptions:
+    """Where the answer is, as far as a run's shape tells without reading prompts.
+
+    `found`: the answer texts, each with the generation that wrote it (None when none did); a
+    text None stands for the answering generation's own text. `generations`: the generations
+    that may have answered, for a text no generation wrote. `choose` picks among them by
+    which prompt saw the context.
+    """
+
+    found: list[tuple[str | None, Generation | None]]
+    generations: list[Generation]
+
+    def choose(self, documents: Sequence[Any]) -> tuple[str, Generation | None]:
+        """The answer text and the generation that wrote it. Reads the prompts for
+        `documents` (with none, only whether a prompt holds a tool result: cheap)."""
+        text, generation = _pick(self.found, documents)
+        if generation is None and self.generations:
+            generation = _answering(self.generations, documents)
+        if text is None:
+            assert generation is not None, "a text None comes with generations"
+            text = generation.text
+        return text, generation
+
+
+def answer_options(
     state: RootRun, output: Any, source: AnswerSource, output_key: str | None
-) -> tuple[str, Generation | None] | None:
-    """The answer text and the generation that wrote it (None when none did)."""
+) -> AnswerOptions | None:
+    """The answer's options (see `AnswerOptions`); None when no generation answered."""
     candidates = [g for g in state.generations if not g.flags & IN_RETRIEVER]
     if (
         len(candidates) == 1
@@ -119,17 +156,16 @@ def answer_of(
         and state.answer_output is None
         and not state.override
     ):
-        return output, candidates[0]  # the common chain: one model, text out
+        return AnswerOptions([(output, candidates[0])], [])  # the common chain: one model
     override = state.override.get("answer")
     if override is not None:
-        return str(override), _answering(candidates, state) if candidates else None
+        return AnswerOptions([(str(override), None)], candidates)
     if state.answer_output is not None:
         marked = [g for g in candidates if g.flags & IN_ANSWER] or candidates
         generated = {g.text.strip(): g for g in marked}
         found = read.answers_in(state.answer_output[0], None, generated)
         if found:
-            text, generation = _pick(found, state)
-            return text, generation or (_answering(marked, state) if marked else None)
+            return AnswerOptions(list(found), marked)
         candidates = marked
     if not candidates:
         return None
@@ -137,10 +173,8 @@ def answer_of(
         generated = {g.text.strip(): g for g in candidates}
         found = read.answers_in(output, output_key, generated)
         if found:
-            text, generation = _pick(found, state)
-            return text, generation or _answering(candidates, state)
-    generation = _answering(candidates, state)
-    return generation.text, generation
+            return AnswerOptions(list(found), candidates)
+    return AnswerOptions([(None, None)], candidates)
 
 
 # -- question ----------------------------------------------------------------------------------
@@ -166,11 +200,12 @@ def metadata_of(state: RootRun, question: str | None) -> dict[str, Any]:
     return metadata
 
 
-# -- references (in the worker) --------------------------------------------------------------
+# -- references ------------------------------------------------------------------------------
 
 
 def has_sources(state: RootRun, generation: Generation | None) -> bool:
-    """Whether anything could be a reference (cheap: decides skipping on the app thread)."""
+    """Whether anything of the run's own could be a reference (cheap: decides, on the app's
+    thread, whether to look for parked documents or skip)."""
     return bool(
         state.documents
         or state.extra_documents
@@ -216,7 +251,7 @@ def select_references(
     inputs: Any,
     chosen: Sequence[Any] | None,
 ) -> list[dict[str, Any]]:
-    """The references of one answer (see the module docstring). Runs in the worker."""
+    """The references of one answer (see the module docstring)."""
     if chosen is not None:
         return _unique(chosen if isinstance(chosen, list | tuple) else [chosen])
     tools = _tool_results(inputs)
@@ -246,6 +281,44 @@ def _tool_reference(message: ToolMessage, content: str) -> dict[str, Any]:
     if message.name:
         metadata["tool"] = message.name
     return {"text": content, "id": None, "score": None, "metadata": metadata}
+
+
+@dataclass(slots=True)
+class CapturedAnswer(Pairing):
+    """One root run's answer as the handler captured it; `pair` decides it in the worker.
+
+    `documents` and `extra_documents` are the run's (see `RootRun`); `chosen` the references
+    the app chose, if it did; `parked` the retrievals of an earlier run this one may answer
+    (only when it has no documents of its own).
+    """
+
+    documents: list[Any]
+    extra_documents: list[Any]
+    chosen: Any
+    answer: AnswerOptions
+    parked: ParkedClaim | None = None
+
+    def pair(self) -> Paired | None:
+        text, generation = self.answer.choose(self.documents or self.extra_documents)
+        parked: list[Any] = []
+        if self.parked is not None:
+            # Taken only when this answer's prompt shows them: a run in between that did not
+            # show them (a query rewrite) leaves them to the answer that does.
+            if generation is None or not saw_context(generation, self.parked.documents):
+                return None
+            parked = self.parked.take()
+            if not parked:
+                return None  # another answer took them first
+        references = select_references(
+            self.documents,
+            self.extra_documents,
+            parked,
+            None if generation is None else generation.inputs,
+            self.chosen,
+        )
+        if generation is None:
+            return Paired(text, references)
+        return Paired(text, references, generation.model, generation.response_id)
 
 
 def overrides(data: Any) -> Mapping[str, Any]:

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 from uuid import UUID
 
-from refcheck_callbacks.engine.tracing import as_trace_context
+from refcheck_callbacks.contract.tracing import as_trace_context
 from refcheck_callbacks.types import TraceContext
 
 OPENINFERENCE = "openinference.instrumentation.langchain"

@@ -8,18 +8,18 @@ root, when it ends, is paired (`pairing`) and submitted, parked (`parked`) or co
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from refcheck_callbacks.engine.monitor import RefCheckMonitor
-from refcheck_callbacks.engine.stats import Tally
-from refcheck_callbacks.engine.tracing import current_trace_context
+from refcheck_callbacks.contract.answers import AnswerSink
+from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipReason
+from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain import pairing
+from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments, pairing_key
 from refcheck_callbacks.integrations.langchain.run import (
     ANSWER_TAG,
     IN_ANSWER,
@@ -28,15 +28,14 @@ from refcheck_callbacks.integrations.langchain.run import (
     RootRun,
 )
 from refcheck_callbacks.integrations.langchain.trace import attaches_context, instrumentation_span
-from refcheck_callbacks.integrations.parked import ParkedDocuments, pairing_key
-from refcheck_callbacks.integrations.run_state import RunStates
+from refcheck_callbacks.integrations.shared.run_state import RunStates
 from refcheck_callbacks.support.logs import logger
 
 
 class RunTree(BaseCallbackHandler):
     """Per-root state and submission; `RefCheckCallbackHandler` feeds it from callbacks."""
 
-    monitor: RefCheckMonitor
+    sink: AnswerSink
     question_key: str | None
     answer_from: pairing.AnswerSource
     output_key: str | None
@@ -144,68 +143,62 @@ class RunTree(BaseCallbackHandler):
     # -- submitting -----------------------------------------------------------------------
 
     def _finish(self, state: RootRun, output: Any, end_inputs: Any) -> None:
+        """Submit the root's answer for pairing in the worker (`pairing.CapturedAnswer`), park
+        its documents when it has no answer, or count why it has neither. Reads no text: the
+        time must not grow with the documents."""
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
-            self._skip("answer_incomplete")
+            self.sink.skipped(SkipReason.ANSWER_INCOMPLETE)
             return
-        answer = pairing.answer_of(state, output, self.answer_from, self.output_key)
+        answer = pairing.answer_options(state, output, self.answer_from, self.output_key)
         if answer is None:
             documents = state.documents or state.extra_documents
             if documents:
                 self._parked.park(state.pair_key, documents)
             else:
-                self._skip("no_references")
+                self.sink.skipped(SkipReason.NO_REFERENCES)
             return
-        text, generation = answer
-        prompt = None if generation is None else generation.inputs
-        parked: list[Any] = []
+        # Without documents, choosing the answering generation reads no prompt text (only
+        # whether a prompt holds a tool result), so it is done here when it decides skipping.
+        generation = None if state.documents or state.extra_documents else answer.choose(())[1]
+        parked = None
         if not pairing.has_sources(state, generation):
-            claimed = None
-            if generation is not None:
-                claimed = self._parked.claim(
-                    state.pair_key,
-                    functools.partial(pairing.saw_context, generation),
-                )
-            if not claimed:
-                self._skip("no_references")
+            parked = None if generation is None else self._parked.peek(state.pair_key)
+            if parked is None:
+                self.sink.skipped(SkipReason.NO_REFERENCES)
                 return
-            parked = claimed
         question = pairing.question_of(state, self.question_key, end_inputs)
-        chosen = state.override.get("references", state.references_output)
-        self.monitor.submit(
+        captured = pairing.CapturedAnswer(
+            state.documents,
+            state.extra_documents,
+            state.override.get("references", state.references_output),
+            answer,
+            parked,
+        )
+        submitted = self.sink.submit(
             question=question,
-            answer=text,
-            # Chosen in the monitor's worker, off the app's thread.
-            references=functools.partial(
-                pairing.select_references,
-                state.documents,
-                state.extra_documents,
-                parked,
-                prompt,
-                chosen,
-            ),
+            pairing=captured,
             trace_context=state.trace_context,
             metadata=pairing.metadata_of(state, question),
-            model=None if generation is None else generation.model,
-            response_id=None if generation is None else generation.response_id,
         )
-
-    def _skip(self, reason: str) -> None:
-        self.monitor.record(Tally.SKIPPED, reason)
+        if not submitted and parked is not None:
+            # Sampled out or dropped (and counted): the answer had its retrieval all the same,
+            # which is not left to be counted `unpaired` as well.
+            parked.take()
 
     def _unpaired(self, count: int) -> None:
-        self.monitor.record(Tally.SKIPPED, "unpaired", count)
+        self.sink.skipped(SkipReason.UNPAIRED, count)
 
     def _evicted(self, state: RootRun, why: str) -> None:
         self._roots_with_parent.discard(state.key)
         if why == "expired":
-            self.monitor.record(Tally.SKIPPED, "run_expired")
+            self.sink.skipped(SkipReason.RUN_EXPIRED)
         else:
-            self.monitor.record(Tally.DROPPED, "run_overflow")
+            self.sink.dropped(DropReason.RUN_OVERFLOW)
 
     def _failed(self, callback: str) -> None:
-        # A broken monitor cannot count its own failure; the log line still tells the user.
+        # A broken sink cannot count its own failure; the log line still tells the user.
         with contextlib.suppress(Exception):
-            self.monitor.record(Tally.ERRORS, "langchain_callback")
+            self.sink.errored(ErrorReason.LANGCHAIN_CALLBACK)
         logger.exception("refcheck: LangChain callback %s failed; the run is not checked", callback)

@@ -1,13 +1,13 @@
 """What the LlamaIndex handlers capture: per-query state, pairing, streams, submission.
 
 `QueryCapture` receives the dispatcher's span and event callbacks (through the handlers in
-`integrations/llamaindex.py`, which also check that llama-index-core is installed) and turns
-each query root into one `monitor.submit`. See that module for the rules it follows.
+`instrument.py`, which also checks that llama-index-core is installed) and turns each query
+root into one `AnswerSink.submit` of a `pairing.CapturedQuery`. The rules it follows are in
+`instrument.py` (what is captured when) and `pairing.py` (what is paired).
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import AsyncIterator, Hashable, Iterator
 from dataclasses import dataclass, field
@@ -27,12 +27,12 @@ from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.workflow import Workflow
 
-from refcheck_callbacks.engine.monitor import RefCheckMonitor
-from refcheck_callbacks.engine.stats import Tally
-from refcheck_callbacks.engine.tracing import current_trace_context
+from refcheck_callbacks.contract.answers import AnswerSink
+from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipReason
+from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.integrations.llamaindex import pairing
 from refcheck_callbacks.integrations.llamaindex.override import PairingOverrideEvent
-from refcheck_callbacks.integrations.run_state import RunStates
+from refcheck_callbacks.integrations.shared.run_state import RunStates
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import TraceContext
 
@@ -46,7 +46,6 @@ retrieves, then synthesizes)."""
 _RESPONDING_METHODS = _QUERY_METHODS | _CHAT_METHODS | _SYNTHESIS_METHODS
 """Spans whose result reports the nodes its model was shown (`source_nodes`)."""
 _EXIT_METHODS = _ROOT_METHODS | _RESPONDING_METHODS
-_CALLBACK_FAILED = "llamaindex_callback"
 _UNNAMED_MODEL = "unknown"
 """`LLMMetadata.model_name` of LLMs that do not say which model they are."""
 _HANDLED = frozenset(
@@ -116,8 +115,10 @@ class QueryCapture:
     (both are 0 when no query is running and no stream is waiting to be read).
     """
 
-    def __init__(self, monitor: RefCheckMonitor, stream_ttl: float, max_open_queries: int):
-        self.monitor = monitor
+    def __init__(self, sink: AnswerSink, stream_ttl: float, max_open_queries: int):
+        self.sink = sink
+        self.options = (stream_ttl, max_open_queries)
+        """What `instrument_llamaindex` built it with (the same again returns it)."""
         self._runs: RunStates[_Query] = RunStates(
             ttl=stream_ttl, max_runs=max_open_queries, on_evict=self._evicted
         )
@@ -139,7 +140,7 @@ class QueryCapture:
         pending = len(self._runs)
         self._runs = RunStates(ttl=self._runs.ttl, max_runs=self._runs.max_runs)
         if pending:
-            self.monitor.record(Tally.SKIPPED, "uninstrumented", pending)
+            self.sink.skipped(SkipReason.UNINSTRUMENTED, pending)
 
     def sweep(self) -> int:
         """Free queries older than `stream_ttl` now (this also happens as queries start)."""
@@ -202,7 +203,7 @@ class QueryCapture:
 
     def span_dropped(self, span_id: str) -> None:
         if self._runs.root_of(span_id) == span_id and self._runs.pop(span_id) is not None:
-            self.monitor.record(Tally.SKIPPED, "query_error")
+            self.sink.skipped(SkipReason.QUERY_ERROR)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -255,44 +256,44 @@ class QueryCapture:
     # -- streams ---------------------------------------------------------------------------
 
     def _tee(self, tokens: Iterator[str], stream: _Stream) -> Iterator[str]:
-        ending = "stream_incomplete"
+        ending: SkipReason | None = SkipReason.STREAM_INCOMPLETE
         try:
             for token in tokens:
                 stream.parts.append(token)
                 yield token
-            ending = ""
+            ending = None
         except Exception:
-            ending = "stream_error"
+            ending = SkipReason.STREAM_ERROR
             raise
         finally:
             self._stream_ended(stream, ending)
 
     async def _atee(self, tokens: AsyncIterator[str], stream: _Stream) -> AsyncIterator[str]:
-        ending = "stream_incomplete"
+        ending: SkipReason | None = SkipReason.STREAM_INCOMPLETE
         try:
             async for token in tokens:
                 stream.parts.append(token)
                 yield token
-            ending = ""
+            ending = None
         except Exception:
-            ending = "stream_error"
+            ending = SkipReason.STREAM_ERROR
             raise
         finally:
             self._stream_ended(stream, ending)
 
-    def _stream_ended(self, stream: _Stream, failure: str) -> None:
+    def _stream_ended(self, stream: _Stream, failure: SkipReason | None) -> None:
         """Submit once both the stream is read and its root has returned, whichever is last.
 
-        `failure` is empty when the stream was read to its end, else the reason to count:
-        closed early ("stream_incomplete") or raised ("stream_error").
+        `failure` is None when the stream was read to its end, else the reason to count:
+        closed early (`stream_incomplete`) or raised (`stream_error`).
         """
         try:
             query = self._runs.get(stream.root) if self._active else None
             if query is None or query.answer is not stream:
                 return
-            if failure:
+            if failure is not None:
                 if self._runs.pop(stream.root) is not None:
-                    self.monitor.record(Tally.SKIPPED, failure)
+                    self.sink.skipped(failure)
                 return
             with self._lock:
                 stream.done = True
@@ -310,32 +311,30 @@ class QueryCapture:
             return
         override = query.override
         if not query.nodes and not query.shown and "references" not in override:
-            self.monitor.record(Tally.SKIPPED, "no_references")
+            self.sink.skipped(SkipReason.NO_REFERENCES)
             return
         answer = query.answer.text() if isinstance(query.answer, _Stream) else query.answer
         answer = override.get("answer", answer)
         if answer is None:
-            self.monitor.record(Tally.SKIPPED, "no_answer")
+            self.sink.skipped(SkipReason.NO_ANSWER)
             return
-        chosen = override.get("references")
-        self.monitor.submit(
+        self.sink.submit(
             question=override.get("question", query.question),
-            answer=answer,
-            # Converted in the monitor's worker, off the app's thread.
-            references=functools.partial(pairing.references, query.nodes, query.shown)
-            if chosen is None
-            else functools.partial(pairing.given_references, chosen),
+            # Its nodes become references in the monitor's worker, off the app's thread.
+            pairing=pairing.CapturedQuery(
+                answer, query.nodes, query.shown, override.get("references"), query.model
+            ),
             trace_context=query.trace_context,
             metadata=query.tags,
-            model=query.model,
         )
 
     def _evicted(self, query: _Query, reason: str) -> None:
         if reason == "overflow":
-            self.monitor.record(Tally.DROPPED, "run_overflow")
+            self.sink.dropped(DropReason.RUN_OVERFLOW)
         else:
-            self.monitor.record(Tally.SKIPPED, "stream_not_read" if query.exited else "run_expired")
+            expired = SkipReason.STREAM_NOT_READ if query.exited else SkipReason.RUN_EXPIRED
+            self.sink.skipped(expired)
 
     def record_failure(self) -> None:
         logger.exception("refcheck: the LlamaIndex handler failed; this query is not checked")
-        self.monitor.record(Tally.ERRORS, _CALLBACK_FAILED)
+        self.sink.errored(ErrorReason.LLAMAINDEX_CALLBACK)

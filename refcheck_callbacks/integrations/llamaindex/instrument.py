@@ -3,6 +3,11 @@
     from refcheck_callbacks.integrations.llamaindex import instrument_llamaindex
     instrument_llamaindex(monitor)          # every query engine and chat engine, from now on
 
+The same shape as `instrument_langchain`: `instrument_llamaindex(sink, **options)` returns the
+installed capture (here the `QueryCapture`), the same one for the same sink and options, a new
+one replacing it for others; `uninstrument_llamaindex()` detaches. Queries open when the
+capture is replaced or removed can never finish: they are counted (`uninstrumented`).
+
 LlamaIndex reports work as a tree of spans (one per decorated method call) and events that
 carry the id of the span they happened in. The outermost `query` / `aquery` of a query
 engine, or `chat` / `achat` / `stream_chat` / `astream_chat` of a chat engine, is a *query
@@ -14,7 +19,7 @@ root*; every span opened beneath it is aliased to it (`RunStates`). Then:
 - the answer is the last `QueryEndEvent` / `SynthesizeEndEvent` response under the root;
 - the model is the first named one an LLM call under the root reports, and the app's
   `instrument_tags` at the root's start become the request's metadata;
-- when the root span exits, the answer is submitted to the monitor. A streamed answer is
+- when the root span exits, the answer is submitted to the sink (the monitor). A streamed answer is
   submitted once the app has read the stream to its end; a stream abandoned half-way or
   failing is counted, one never read is freed after `stream_ttl` and counted.
 
@@ -23,7 +28,7 @@ The OpenTelemetry context is taken when the root starts, and again inside its bo
 span for the query is current whatever the order the handlers were registered in.
 
 Every handler body is O(1) in the app's work (O(nodes) for a retrieval), takes no I/O, is
-guarded, and counts what it skips or fails in `monitor.stats`.
+guarded, and counts what it skips or fails through the sink (`monitor.stats`).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import inspect
 import threading
 from typing import Any
 
-from refcheck_callbacks.engine.monitor import RefCheckMonitor
+from refcheck_callbacks.contract.answers import AnswerSink
 from refcheck_callbacks.support.extras import require
 
 require("llama_index.core", "llamaindex")
@@ -139,16 +144,17 @@ _install_lock = threading.Lock()
 
 
 def instrument_llamaindex(
-    monitor: RefCheckMonitor,
+    sink: AnswerSink,
     *,
     stream_ttl: float = 600.0,
     max_open_queries: int = 10_000,
 ) -> QueryCapture:
-    """Check the answers of every LlamaIndex query and chat engine with `monitor`.
+    """Check the answers of every LlamaIndex query and chat engine with `sink` (a monitor).
 
     Registers one span handler and one event handler on LlamaIndex's root dispatcher.
-    Idempotent: calling it again replaces our pair of handlers (now pointing at `monitor`
-    and the given limits) and never adds a second pair.
+    Idempotent: calling it again with the same sink and options returns the installed
+    capture; with others it replaces our pair of handlers (never adding a second pair), and
+    the queries the old capture held open are counted as skipped `uninstrumented`.
 
     Args:
         stream_ttl: seconds a query may stay open (a streamed answer nobody finishes
@@ -158,9 +164,13 @@ def instrument_llamaindex(
 
     Returns the `QueryCapture`, which says how much per-query state is held.
     """
-    capture = QueryCapture(monitor, stream_ttl, max_open_queries)
     with _install_lock:
         dispatcher = get_dispatcher()
+        installed = _installed(dispatcher)
+        options = (stream_ttl, max_open_queries)
+        if installed is not None and installed.sink is sink and installed.options == options:
+            return installed
+        capture = QueryCapture(sink, stream_ttl, max_open_queries)
         previous = _remove(dispatcher)
         # Assigning new lists (instead of appending in place) keeps a dispatch that is
         # walking the old list on another thread consistent.
@@ -182,13 +192,19 @@ def uninstrument_llamaindex() -> None:
         previous.close()
 
 
+def _installed(dispatcher: Dispatcher) -> QueryCapture | None:
+    """The capture our handlers on `dispatcher` feed, if they are there."""
+    ours = [h for h in dispatcher.span_handlers if isinstance(h, RefCheckSpanHandler)]
+    return ours[0].capture if ours else None
+
+
 def _remove(dispatcher: Dispatcher) -> QueryCapture | None:
     """Take our handlers off `dispatcher`; returns the capture they fed, if any."""
-    ours = [h for h in dispatcher.span_handlers if isinstance(h, RefCheckSpanHandler)]
+    installed = _installed(dispatcher)
     dispatcher.span_handlers = [
         h for h in dispatcher.span_handlers if not isinstance(h, RefCheckSpanHandler)
     ]
     dispatcher.event_handlers = [
         h for h in dispatcher.event_handlers if not isinstance(h, RefCheckEventHandler)
     ]
-    return ours[0].capture if ours else None
+    return installed

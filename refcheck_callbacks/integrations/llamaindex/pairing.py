@@ -20,13 +20,15 @@ question is the user's input.**
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import BaseNode
 
-from refcheck_callbacks.integrations.user_input import text_field
+from refcheck_callbacks.contract.answers import Paired, Pairing
+from refcheck_callbacks.integrations.shared.user_input import text_field
 
 
 def question_of(query: Any) -> Any:
@@ -106,3 +108,20 @@ def given_references(given: list[Any]) -> list[Any]:
     nodes = [g for g in given if isinstance(getattr(g, "node", None), BaseNode)]
     others = [g for g in given if not isinstance(getattr(g, "node", None), BaseNode)]
     return [*references(nodes, nodes), *others]
+
+
+@dataclass(slots=True)
+class CapturedQuery(Pairing):
+    """One query root's answer as the handler captured it; `pair`, in the monitor's worker,
+    turns its nodes into references (the app's own choice, `chosen`, when it made one)."""
+
+    answer: Any
+    retrieved: list[Any]
+    shown: list[Any]
+    chosen: list[Any] | None
+    model: str | None
+
+    def pair(self) -> Paired:
+        if self.chosen is not None:
+            return Paired(self.answer, given_references(self.chosen), self.model)
+        return Paired(self.answer, references(self.retrieved, self.shown), self.model)

@@ -14,10 +14,10 @@ from scripted_openai_server import (
 )
 
 from refcheck_callbacks import CheckItem, Claim, Label, Outcome, RefCheckMonitor, Reference, Verdict
-from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.check.judge.parse import parse_judgements
 from refcheck_callbacks.check.judge.prompt import fold_reply_lines
+from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.llm.client import LLMClient, RetryPolicy
 
 pytestmark = pytest.mark.timeout(60)  # a hang fails fast instead of stalling CI

@@ -18,12 +18,12 @@ from tiny_nli import save_model
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from refcheck_callbacks import RefCheckMonitor
-from refcheck_callbacks.check.base import Checker
 from refcheck_callbacks.check.merge import merge_label
 from refcheck_callbacks.check.nli.checker import NLIChecker
 from refcheck_callbacks.check.nli.labels import LabelSchemeError
 from refcheck_callbacks.check.nli.precision import TieGuard, top_two_margin
 from refcheck_callbacks.check.segments import segment_text
+from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.types import CheckItem, Claim, Label, Outcome, Reference, Verdict
 
@@ -394,5 +394,5 @@ def test_model_inputs_and_segments_match_the_tokenizers_own_calls(minilm_nli: NL
         overlap_tokens=minilm_nli.segment_overlap_tokens,
         count_tokens=lambda t: len(minilm_nli.tokenizer(t, add_special_tokens=False)["input_ids"]),
     )
-    spans = minilm_nli._reference_spans([long_reference])[long_reference]
+    spans = minilm_nli.segments.spans([long_reference])[long_reference]
     assert spans == tuple((s.start, s.end) for s in one_at_a_time)

@@ -229,7 +229,7 @@ def test_a_chunk_too_long_is_cut_and_the_claim_kept(saved: dict[str, Any]) -> No
 def test_word_sized_families_chunk_references_by_words(checkers: dict[str, NLIChecker]) -> None:
     checker = checkers["factcg"]
     reference = " ".join(["The Eiffel Tower is in Paris and it is tall."] * 150)  # 1,500 words
-    spans = checker._reference_spans([reference])[reference]
+    spans = checker.segments.spans([reference])[reference]
     sizes = [len(reference[a:b].split()) for a, b in spans]
     assert len(spans) == 3 and max(sizes) <= 550
     assert spans[0][0] == 0 and spans[-1][1] == len(reference)

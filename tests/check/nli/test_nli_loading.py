@@ -11,7 +11,8 @@ from tiny_nli import save_model
 
 from refcheck_callbacks import ModelNotFoundError, RefCheckError
 from refcheck_callbacks.check.nli.checker import NLIChecker
-from refcheck_callbacks.cli.specs import ComponentSpecError, build_checker
+from refcheck_callbacks.contract.registry import build_checker
+from refcheck_callbacks.errors import ComponentSpecError
 
 
 @pytest.fixture

@@ -214,6 +214,49 @@ def test_two_hand_written_steps_in_a_plain_function_are_paired(
     assert monitor.stats.snapshot() == {}
 
 
+def test_a_run_between_that_does_not_show_the_documents_leaves_them_to_the_answer(
+    vector_retriever: BaseRetriever,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """The parked documents are taken in the worker, by the answer whose prompt shows them: a
+    query rewrite in between (its own root run, prompt without them) is counted and skipped."""
+    question = "How tall is the Eiffel Tower?"
+    rewrite = FakeListChatModel(responses=["Eiffel Tower height"])
+    chain = PROMPT | FakeListChatModel(responses=["It is 330 metres tall."]) | StrOutputParser()
+    documents = vector_retriever.invoke(question, {"callbacks": [handler]})
+    rewrite.invoke(f"Rewrite as a search query: {question}", {"callbacks": [handler]})
+    inputs = {"context": format_docs(documents), "question": question}
+    chain.invoke(inputs, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert request.answer == "It is 330 metres tall."
+    assert [r.id for r in request.references] == [d.id for d in documents]
+    assert monitor.stats.snapshot() == {"skipped": {"no_references": 1}}
+    assert handler.parked_retrievals == 0
+
+
+def test_a_sampled_out_answer_still_takes_its_parked_retrieval(
+    vector_retriever: BaseRetriever, monitor: RefCheckMonitor
+) -> None:
+    """An answer the monitor samples out never reaches the worker: its retrieval is taken
+    all the same, not counted `unpaired` as well."""
+    sampled = RefCheckMonitor(checker=monitor.checker, sample_rate=0.0, exporters=[])
+    handler = RefCheckCallbackHandler(sampled, park_ttl=0.05)
+    chain = PROMPT | FakeListChatModel(responses=["It is 330 metres tall."]) | StrOutputParser()
+    with sampled:
+        documents = vector_retriever.invoke("Eiffel Tower?", {"callbacks": [handler]})
+        chain.invoke(
+            {"context": format_docs(documents), "question": "Eiffel Tower?"},
+            {"callbacks": [handler]},
+        )
+        assert handler.parked_retrievals == 0
+        time.sleep(0.1)
+        handler.sweep()
+        assert sampled.flush(30)
+        assert sampled.stats.snapshot() == {"skipped": {"sampled_out": 1}}
+
+
 def test_concurrent_hand_written_requests_pair_within_their_own_task(
     vector_retriever: BaseRetriever,
     handler: RefCheckCallbackHandler,

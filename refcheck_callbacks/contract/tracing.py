@@ -1,4 +1,8 @@
-"""Capturing the app's OpenTelemetry span context, so the evaluation joins the app's trace."""
+"""Capturing the app's OpenTelemetry span context, so the evaluation joins the app's trace.
+
+Part of the contract because an integration captures it where the answer is made (a root
+run's start, on the app's thread) and hands it over as `AnswerFields.trace_context`.
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from refcheck_callbacks.cli.progress import Progress
+from refcheck_callbacks.support.progress import Progress
 
 
 def test_a_log_gets_the_final_state_once() -> None:

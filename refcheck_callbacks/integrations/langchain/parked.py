@@ -9,10 +9,13 @@ No run tree ties the two. A run that ends with documents and no answer parks the
 *pairing key*: the OpenTelemetry span current when it started (both runs start inside the
 app's request span), else the thread and asyncio task it started on (both run one after the
 other in the same function). A later run with the same key that answers without documents of
-its own claims them; `pairing` keeps only those its model's prompt shows. Documents nobody
-claims within `ttl`, or pushed out beyond `max_keys`, are counted as skipped `unpaired`.
+its own `peek`s at them when it ends, on the app's thread; the monitor's worker takes them
+(`ParkedClaim.take`) only once it found them in that run's answering prompt, so that a run in
+between that did not show them leaves them to the answer that does. Documents nobody takes
+within `ttl`, or pushed out beyond `max_keys`, are counted as skipped `unpaired`.
 
-Park and claim happen once per root run at most, under a lock; both are O(1) amortised.
+Park and peek happen once per root run at most, take once per answer, each under a lock and
+O(1) amortised (at most `MAX_RETRIEVALS_PER_KEY` retrievals per key).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from refcheck_callbacks.types import TraceContext
@@ -69,20 +73,28 @@ class ParkedDocuments:
             lost += self._expire_locked(now)
         self._lost(lost)
 
-    def claim(self, key: Hashable, accept: Callable[[list[Any]], bool]) -> list[Any] | None:
-        """The documents parked under `key`, newest retrieval first, if `accept` takes them
-        (then they are no longer parked); None otherwise."""
+    def peek(self, key: Hashable) -> ParkedClaim | None:
+        """The retrievals parked under `key` now, left parked; None when there are none."""
         with self._lock:
             entry = self._parked.get(key)
-        if entry is None:
-            return None
-        documents = [d for retrieval in reversed(entry[1]) for d in retrieval]
-        if not accept(documents):
-            return None
+            if entry is None:
+                return None
+            return ParkedClaim(self, key, tuple(reversed(entry[1])))
+
+    def take(self, claim: ParkedClaim) -> list[Any]:
+        """The documents of `claim`'s retrievals that are still parked, which no longer are;
+        newest retrieval first."""
         with self._lock:
-            if self._parked.get(key) is entry:
-                del self._parked[key]
-        return documents
+            entry = self._parked.get(claim.key)
+            if entry is None:
+                return []
+            retrievals = entry[1]
+            taken = [r for r in claim.retrievals if any(r is p for p in retrievals)]
+            if len(taken) == len(retrievals):
+                del self._parked[claim.key]
+            else:
+                retrievals[:] = [p for p in retrievals if not any(p is r for r in taken)]
+        return [d for retrieval in taken for d in retrieval]
 
     def sweep(self) -> int:
         """Count and forget what has waited longer than `ttl`; returns how many retrievals."""
@@ -105,3 +117,22 @@ class ParkedDocuments:
     def _lost(self, count: int) -> None:
         if count:
             self._on_unpaired(count)
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedClaim:
+    """Retrievals parked under one key, as a later run saw them when it ended (newest first).
+    They stay parked until `take`."""
+
+    store: ParkedDocuments
+    key: Hashable
+    retrievals: tuple[list[Any], ...]
+
+    @property
+    def documents(self) -> list[Any]:
+        return [d for retrieval in self.retrievals for d in retrieval]
+
+    def take(self) -> list[Any]:
+        """The documents of these retrievals still parked, no longer parked (see
+        `ParkedDocuments.take`)."""
+        return self.store.take(self)

@@ -10,9 +10,9 @@ import pytest
 
 from refcheck_callbacks import ComponentSpecError, RefCheckMonitor
 from refcheck_callbacks.check.base import SyncChecker
-from refcheck_callbacks.check.conflict.specs import conflict_finder
 from refcheck_callbacks.check.conflict.stage import MODEL_CONTRADICTION_BAR, settle
 from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
+from refcheck_callbacks.contract.registry import conflict_finder
 from refcheck_callbacks.types import (
     CharSpan,
     CheckItem,

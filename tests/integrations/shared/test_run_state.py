@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from refcheck_callbacks.integrations.run_state import RunStates
+from refcheck_callbacks.integrations.shared.run_state import RunStates
 
 
 def test_threads_starting_aliasing_and_freeing_runs_leave_nothing_behind() -> None:

@@ -1,4 +1,4 @@
-"""A small progress bar on stderr for the `refcheck` command's long runs.
+"""A small progress bar on stderr for long runs (the `refcheck` command, `refcheck bench`).
 
 On a terminal it redraws one line; into a log file or pipe it writes a plain line now and then,
 so CI logs show progress without thousands of carriage returns.

@@ -1,0 +1,115 @@
+"""Why an answer was not checked, or what of ours failed: the words metrics and alerts read.
+
+Every count the monitor keeps is a (`Tally`, reason) pair. The reason is the `refcheck.reason`
+attribute of the `refcheck.dropped`, `refcheck.skipped` and `refcheck.errors` counters
+(`refcheck_reason` on `refcheck_dropped_total` ... in Prometheus) and a key of
+`monitor.stats.snapshot()`. Dashboards and alert rules select on these values, so a value, once
+shipped, never changes: a new case is a new member. Failed results (`Tally.FAILED`) are counted
+by their `error_type` instead, an open set (exception class names, LLM failure kinds).
+
+The members are `str` enums, equal to their values; `reason_label` gives the plain string that
+goes into counters and metric attributes.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Tally(str, Enum):
+    DROPPED = "dropped"
+    """Not checked for lack of capacity or time: refused at `submit` (`queue_full`,
+    `shutdown`), or accepted and given up (one of `LOST_REASONS`)."""
+    SKIPPED = "skipped"
+    """Deliberately not checked: sampled out, no references, the app's run failed or expired."""
+    ERRORS = "errors"
+    """Our own failures: a hook, a callback or an exporter raised."""
+    FAILED = "failed"
+    """Answers whose result is a failure (outcome error, timeout or invalid_input, by the
+    result's `error_type`: an LLM failure kind such as `rate_limit`, `TimeoutError` for a stage
+    deadline, an exception class), or `partial` when only some claims failed. Kept in
+    `monitor.stats` only: exporters count these results as `refcheck.responses` by outcome."""
+
+
+class SkipReason(str, Enum):
+    """Why an answer was deliberately not checked (`Tally.SKIPPED`)."""
+
+    SAMPLED_OUT = "sampled_out"
+    """`sample_rate` left it out."""
+    NO_REFERENCES = "no_references"
+    """The answering model saw nothing to check the answer against."""
+    NO_ANSWER = "no_answer"
+    """A query ended without an answer (LlamaIndex)."""
+    UNPAIRED = "unpaired"
+    """Documents retrieved without an answer that no later answer in the request took
+    (LangChain's hand-written steps)."""
+    RUN_ERROR = "run_error"
+    """The app's run raised (LangChain)."""
+    RUN_CANCELLED = "run_cancelled"
+    """The app's run was cancelled, or its consumer stopped iterating (LangChain)."""
+    ANSWER_INCOMPLETE = "answer_incomplete"
+    """The run ended while its answer was still streaming: nobody saw it in full (LangChain)."""
+    RUN_EXPIRED = "run_expired"
+    """The run never ended within its time to live (an abandoned stream)."""
+    QUERY_ERROR = "query_error"
+    """The query raised (LlamaIndex)."""
+    STREAM_INCOMPLETE = "stream_incomplete"
+    """A streamed answer was closed before its end (LlamaIndex)."""
+    STREAM_ERROR = "stream_error"
+    """A streamed answer raised while it was read (LlamaIndex)."""
+    STREAM_NOT_READ = "stream_not_read"
+    """A streamed answer was never read to its end within its time to live (LlamaIndex)."""
+    UNINSTRUMENTED = "uninstrumented"
+    """The integration was removed while the query was open."""
+
+
+class DropReason(str, Enum):
+    """Why an answer was not checked for lack of capacity or time (`Tally.DROPPED`)."""
+
+    QUEUE_FULL = "queue_full"
+    """`submit` found the queue full (`max_queue`)."""
+    SHUTDOWN = "shutdown"
+    """`submit` came after the monitor shut down."""
+    RUN_OVERFLOW = "run_overflow"
+    """An integration held as many open runs as it may (`max_runs`, `max_open_queries`)."""
+    SHUTDOWN_TIMEOUT = "shutdown_timeout"
+    """Accepted, but `shutdown(timeout)` ran out of time before its result was ready."""
+    EXIT = "exit"
+    """Accepted, but the interpreter exited (the `exit_timeout` flush ran out) first."""
+    SIGNAL = "signal"
+    """Accepted, but a signal ended the process (`install_signal_handlers`) or interrupted
+    `shutdown` first."""
+    WORKER_CRASH = "worker_crash"
+    """Accepted, but the worker lost it to a failure of refcheck's own (a bug: see the log)."""
+
+
+LOST_REASONS = (
+    DropReason.SHUTDOWN_TIMEOUT,
+    DropReason.EXIT,
+    DropReason.SIGNAL,
+    DropReason.WORKER_CRASH,
+)
+"""The reasons an answer `submit` accepted can be given up for: at any quiet moment, for
+submissions without a pairing, `accepted == delivered + dropped` summed over these."""
+
+
+class ErrorReason(str, Enum):
+    """Which part of refcheck failed (`Tally.ERRORS`); the work it did not do is counted."""
+
+    SUBMIT = "submit"
+    """`submit` itself raised (fields that are not `AnswerFields`)."""
+    EXPORTER = "exporter"
+    """An exporter raised on a batch of results."""
+    ON_RESULT = "on_result"
+    """An `on_result` hook raised."""
+    LANGCHAIN_CALLBACK = "langchain_callback"
+    LLAMAINDEX_CALLBACK = "llamaindex_callback"
+
+
+Reason = SkipReason | DropReason | ErrorReason
+"""A reason of the vocabulary above."""
+
+
+def reason_label(reason: Reason | str) -> str:
+    """The plain string a counter key or metric attribute holds (a member's value)."""
+    return reason.value if isinstance(reason, Enum) else reason

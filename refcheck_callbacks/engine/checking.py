@@ -1,0 +1,104 @@
+"""The monitor's checking: submitted answers in, results delivered, or each one counted.
+
+The worker hands every batch to `Checking` through its named interface (`worker.Batches`):
+
+- `check`: each answer is paired where its integration left that to the worker
+  (`intake.paired`, which calls the integration's `Pairing`), built into a request
+  (`intake.build_request`) and run where the monitor's placement runs its pipeline (`Runner`:
+  the worker's thread, a child process); an answer with nothing to check against is counted
+  skipped `no_references`, input that cannot become a request is an `invalid_input` result;
+- `deliver`: the results go to the exporters and hooks (`Delivery`);
+- `lost`: answers given up (a shutdown's deadline, a crash) are counted dropped.
+
+A direct check (`RefCheckMonitor.check`) takes the same path for one request (`check_one`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refcheck_callbacks.contract.answers import InputLimits
+from refcheck_callbacks.contract.reasons import DropReason, SkipReason, Tally
+from refcheck_callbacks.engine.delivery import Delivery
+from refcheck_callbacks.engine.intake import build_request, paired
+from refcheck_callbacks.engine.placement.in_thread import Runner
+from refcheck_callbacks.engine.submission import RawInput
+from refcheck_callbacks.support.logs import logger
+from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome
+
+
+def invalid_input(exc: BaseException) -> CheckResult:
+    """The result of input that cannot become a request at all."""
+    return CheckResult(
+        request=CheckRequest(answer="", notes=("the input could not be read",)),
+        outcome=Outcome.INVALID_INPUT,
+        error_type=type(exc).__name__,
+        message=f"the input could not be read: {exc}",
+    )
+
+
+def unpaired() -> CheckResult:
+    """The result of a direct check whose pairing found nothing its model saw."""
+    return CheckResult(
+        request=CheckRequest(answer=""),
+        outcome=Outcome.NO_REFERENCES,
+        message="no references: the answering model saw none of the documents captured",
+    )
+
+
+class Checking:
+    """Batches of captured answers to delivered results (see the module)."""
+
+    def __init__(self, runner: Runner, delivery: Delivery, limits: InputLimits) -> None:
+        self.runner = runner
+        self.delivery = delivery
+        self.limits = limits
+
+    async def check(self, raws: list[RawInput]) -> list[CheckResult]:
+        """One result per answer that pairs, in order; unpaired ones are counted."""
+        built = [self.request(raw) for raw in raws]
+        unpaired_count = built.count(None)
+        if unpaired_count:
+            self.delivery.record(Tally.SKIPPED, SkipReason.NO_REFERENCES, unpaired_count)
+        requests = [b for b in built if isinstance(b, CheckRequest)]
+        results = iter(await self.run(requests))
+        return [b if isinstance(b, CheckResult) else next(results) for b in built if b is not None]
+
+    def deliver(self, results: Sequence[CheckResult]) -> None:
+        self.delivery.deliver(results)
+
+    def lost(self, count: int, reason: DropReason) -> None:
+        self.delivery.record(Tally.DROPPED, reason, count)
+
+    def request(self, raw: RawInput) -> CheckRequest | CheckResult | None:
+        """The request to check, or an `invalid_input` result when none can be built; None
+        when an integration's `Pairing` found nothing its model saw (see `intake.paired`)."""
+        try:
+            decided = paired(raw)
+            return None if decided is None else build_request(decided, self.limits)
+        except BaseException as exc:
+            # Even SystemExit from a `references` callable or a pairing: it fails this request
+            # alone.
+            return invalid_input(exc)
+
+    async def run(self, requests: list[CheckRequest]) -> list[CheckResult]:
+        """The pipeline's results; should the pipeline itself fail, an error result for each."""
+        try:
+            return await self.runner.run(requests)
+        except Exception as exc:
+            logger.exception("refcheck: the pipeline failed on a batch")
+            return [
+                CheckResult(
+                    request=request,
+                    outcome=Outcome.ERROR,
+                    error_type=type(exc).__name__,
+                    message=f"internal error: {exc}",
+                )
+                for request in requests
+            ]
+
+    async def check_one(self, request: CheckRequest) -> CheckResult:
+        """One request checked and delivered now (a direct check)."""
+        [result] = await self.run([request])
+        self.delivery.deliver([result])
+        return result
