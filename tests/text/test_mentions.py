@@ -7,7 +7,8 @@ import time
 import pytest
 
 from refcheck_callbacks.text.agreement import names_agree, values_agree
-from refcheck_callbacks.text.mentions import Mention, mentions, tokenize
+from refcheck_callbacks.text.mentions import Mention, mentions
+from refcheck_callbacks.text.tokens import tokenize
 
 
 def _only(text: str, kind: str | None = None) -> Mention:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from refcheck_callbacks.check.embedded.conflicts import find_conflict, parse_references
+from refcheck_callbacks.check.embedded.conflicts import find_conflict
+from refcheck_callbacks.check.embedded.reference_sentences import parse_references
 from refcheck_callbacks.types import ConflictKind
 
 VALUE, DATE, ENTITY = ConflictKind.VALUE, ConflictKind.DATE, ConflictKind.ENTITY
