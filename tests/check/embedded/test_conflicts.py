@@ -195,3 +195,13 @@ def test_a_different_name_written_with_accents_is_still_a_conflict() -> None:
     )
     assert conflict is not None
     assert (conflict.claim_text, conflict.reference_text) == ("Rio", "São Paulo")
+
+
+def test_a_name_whose_family_name_the_references_hold_is_mentioned() -> None:
+    # `Neel` is nowhere in the page, `Mukherjee` is: the name is mentioned, so another name
+    # next to one of its words ("Booker ... shortlisted") is another role, not a swap.
+    references = parse_references(
+        ["The Booker jury shortlisted the novel in 2016. Mukherjee, its author, lives in London."]
+    )
+    assert find_conflict("Neel Mukherjee's novel was shortlisted in 2016.", references) is None
+    assert find_conflict("Neel Mukherjee's novel was shortlisted in 2011.", references) is not None
