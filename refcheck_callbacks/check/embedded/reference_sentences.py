@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -116,22 +116,12 @@ class ParsedReferences:
     lower_case: frozenset[str]
     """Words the references write in lower case somewhere."""
 
-    def holding(self, words: Iterable[str]) -> bool:
-        """Whether some sentence holds every one of `words` (content words, stemmed)."""
-        common: set[int] | None = None
-        for word in words:
-            holders = set(self.by_word.get(word, ()))
-            common = holders if common is None else common & holders
-            if not common:
-                return False
-        return common is not None
-
     def ranked(self, words: set[str]) -> list[tuple[float, int]]:
         """(score, sentence) of the sentences sharing `MIN_SHARED` or more of `words`, best
         first; a word weighs more the fewer sentences hold it."""
         scores: dict[int, float] = defaultdict(float)
         shared: dict[int, int] = defaultdict(int)
-        for word in words:
+        for word in sorted(words):  # one order of float sums, whatever the hash seed
             holders = self.by_word.get(word, ())
             weight = math.log(1.0 + len(self.sentences) / len(holders)) if holders else 0.0
             for index in holders:
