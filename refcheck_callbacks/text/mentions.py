@@ -13,8 +13,6 @@ classes (nothing to backtrack into), then constant work per word.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 
 from refcheck_callbacks.text.lexical import STOPWORDS
@@ -36,59 +34,9 @@ from refcheck_callbacks.text.mention_words import (
     UNITS,
     WEEKDAYS,
 )
+from refcheck_callbacks.text.tokens import Token
 
-_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]+(?:['’.\-][^\W\d_]+)*|[%$€£¥]")
 _DIGITS = frozenset("0123456789")
-
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    text: str
-    lower: str
-    """Lower case, diacritics folded (`fold`)."""
-    start: int
-    end: int
-    glued: bool
-    """No space before it: `10km`, `3rd`, `1990s`, `COVID-19`."""
-    opens_sentence: bool
-    after_break: bool
-    """Punctuation before it (`,` `;` `(`): a name does not run on across it."""
-
-
-def tokenize(text: str) -> list[Token]:
-    tokens: list[Token] = []
-    previous_end, sentence_open = 0, True
-    for match in _TOKEN.finditer(text):
-        start = match.start()
-        gap = text[previous_end:start]
-        if tokens and any(c in _CLAUSE_STOPS for c in gap) and tokens[-1].lower not in _TITLES:
-            sentence_open = True
-        word = match.group()
-        glued = bool(tokens) and not gap.strip(_GLUE)
-        after_break = bool(gap.strip(" \t\n" + _GLUE))
-        tokens.append(
-            Token(word, fold(word), start, match.end(), glued, sentence_open, after_break)
-        )
-        sentence_open = False
-        previous_end = match.end()
-    return tokens
-
-
-def fold(word: str) -> str:
-    """Lower case without diacritics: `Niño`, `São` and `Müller` are the same names as `Nino`,
-    `Sao` and `Muller`, which texts and answers write either way."""
-    if word.isascii():
-        return word.lower()
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-_GLUE = "-/"
-_CLAUSE_STOPS = ".!?\n:"
-"""After these a capitalised word opens a sentence or a clause (`Scheduling: Plan ahead`)."""
-_TITLES = frozenset(
-    "mr mrs ms dr prof st jr sr gen col lt sgt rev no vs etc inc ltd co u.s u.k e.g i.e".split()
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +141,7 @@ class _Reader:
             and not self.shouting
             and (
                 not token.opens_sentence
-                or self._capitalised_at(index + 1)
+                or self._name_runs_on(index)
                 or self._uniquely_described(index)
             )
         ):
@@ -320,7 +268,7 @@ class _Reader:
         other = low if quantity.other is None else quantity.other * factor
         low, high = min(low, other), max(low, other)
         tolerance = quantity.tolerance * factor
-        before = {self.word(quantity.first - 1), self.word(quantity.first - 2)}
+        before = self._hedge(quantity.first)
         if before & APPROXIMATE:
             tolerance = max(tolerance, 0.1 * abs(high))
         elif before & AT_MOST:
@@ -345,13 +293,41 @@ class _Reader:
         )
         return last + 1
 
+    def _name_runs_on(self, index: int) -> bool:
+        """A name's word follows without a break (`New York is`, `Theresa May said`)."""
+        following = index + 1
+        return (
+            following < len(self.tokens)
+            and not self.tokens[following].after_break
+            and (self._capitalised_at(following) or self._family_name_at(following))
+        )
+
+    def _family_name_at(self, index: int) -> bool:
+        """A month's name after a name's word and before no figure is a family name
+        (`Jonny May`, `Theresa May`), not a date (`May 7`, `in May 2019`)."""
+        token = self.tokens[index]
+        return (
+            token.text[0].isupper()
+            and _strip_possessive(token.lower) in MONTHS
+            and not self.is_digits(index + 1)
+            and not self.is_digits(index - 2)
+        )
+
+    def _hedge(self, first: int) -> set[str]:
+        """The two words before a figure that may hedge or bound it (`about`, `more than`,
+        `up to`); `up` alone is a change (`up 19.4%`), not a bound."""
+        before = {self.word(first - 1), self.word(first - 2)}
+        if "up" in before and self.word(first - 1) != "to":
+            before.discard("up")
+        return before
+
     def _capitalised_at(self, index: int) -> bool:
         return index < len(self.tokens) and _capitalised(self.tokens[index])
 
     def _name(self, index: int) -> int:
         last = index
         while last + 1 < len(self.tokens) and not self.tokens[last + 1].after_break:
-            if self._capitalised_at(last + 1):
+            if self._capitalised_at(last + 1) or self._family_name_at(last + 1):
                 last += 1
             elif self.word(last + 1) in NAME_JOINERS and self._capitalised_at(last + 2):
                 last += 2

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from refcheck_callbacks.text.agreement import names_agree, values_agree
-from refcheck_callbacks.text.mentions import Mention, mentions, tokenize
+from refcheck_callbacks.text.mentions import Mention, mentions
+from refcheck_callbacks.text.tokens import tokenize
 
 
 def _only(text: str, kind: str | None = None) -> Mention:
@@ -133,3 +134,31 @@ def test_reading_is_linear_on_repetitive_hostile_text(unit: str) -> None:
     # Quadratic work would take 100 times as long; the slack is for a busy shared machine.
     small, large = min(seconds(4_000) for _ in range(5)), min(seconds(40_000) for _ in range(5))
     assert large < 40 * max(small, 1e-4), (small, large)
+
+
+def test_up_before_a_figure_is_a_change_and_up_to_a_bound() -> None:
+    rise = _only("Sales were up 19.4% last year.")
+    assert values_agree(rise, _only("Sales were up 12% last year.")) is False
+    assert (
+        values_agree(_only("Sales rose up to 19.4% last year."), _only("Sales rose 12%.")) is True
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "months"),
+    [
+        ("Jonny May scored twice for England.", ("jonny", "may"), 0),
+        ("The minister, Theresa May, resigned in May 2019.", ("theresa", "may"), 1),
+    ],
+)
+def test_a_months_name_after_a_name_is_a_family_name(
+    text: str, name: tuple[str, ...], months: int
+) -> None:
+    found = mentions(tokenize(text))
+    assert found[0].kind == "name" and found[0].words == name
+    assert [m.kind for m in found].count("month") == months
+
+
+def test_a_first_word_before_a_comma_starts_no_name() -> None:
+    found = mentions(tokenize("Additionally, Excuse My French was released in 2021."))
+    assert all("additionally" not in m.words for m in found)

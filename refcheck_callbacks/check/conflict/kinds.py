@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from refcheck_callbacks.text.agreement import names_agree, values_agree
 from refcheck_callbacks.text.lexical import content_tokens, has_negation
-from refcheck_callbacks.text.mentions import Mention, mentions, tokenize
+from refcheck_callbacks.text.mentions import Mention, mentions
 from refcheck_callbacks.text.spans import sentence_spans
+from refcheck_callbacks.text.tokens import tokenize
 from refcheck_callbacks.types import ConflictKind
 
 _BY_MENTION = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from refcheck_callbacks.check.embedded import conflicts
+from refcheck_callbacks.check.embedded import conflicts, reference_sentences
 from refcheck_callbacks.contract.components import FoundConflict
 from refcheck_callbacks.support.blocking import run_blocking
 from refcheck_callbacks.types import CheckItem
@@ -18,7 +18,9 @@ STATED_FACT_SHARE = 0.75
 least: the detector names the differing fact, RefChecker's definition of a contradiction."""
 
 
-def found(conflict: conflicts.Conflict, share: float = STATED_FACT_SHARE) -> FoundConflict:
+def found(
+    conflict: reference_sentences.Conflict, share: float = STATED_FACT_SHARE
+) -> FoundConflict:
     """A detected conflict as the stage's finding."""
     return FoundConflict(
         conflict.kind,
@@ -37,11 +39,11 @@ class StatedFactFinder:
     name = "stated-facts"
 
     def find_batch(self, items: Sequence[CheckItem]) -> list[FoundConflict | None]:
-        parsed: dict[str, conflicts.ParsedReferences] = {}
+        parsed: dict[str, reference_sentences.ParsedReferences] = {}
         out: list[FoundConflict | None] = []
         for item in items:
             if item.request_id not in parsed:
-                parsed[item.request_id] = conflicts.parse_references(
+                parsed[item.request_id] = reference_sentences.parse_references(
                     [reference.text for reference in item.references]
                 )
             conflict = conflicts.find_conflict(item.claim.text, parsed[item.request_id])

@@ -24,7 +24,7 @@ from refcheck_callbacks.check.base import SyncChecker
 from refcheck_callbacks.check.conflict.base import contradiction, only_unsupported
 from refcheck_callbacks.check.conflict.stated_facts import STATED_FACT_SHARE
 from refcheck_callbacks.check.conflict.stated_facts import found as stated_fact
-from refcheck_callbacks.check.embedded import conflicts
+from refcheck_callbacks.check.embedded import conflicts, reference_sentences
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder, bundled_minilm_path
 from refcheck_callbacks.support.extras import require, require_installed
 from refcheck_callbacks.support.logs import logger
@@ -137,7 +137,7 @@ class EmbeddedChecker(SyncChecker):
             return self._check(runtime, items)
 
     def _check(self, runtime: _Runtime, items: Sequence[CheckItem]) -> list[Verdict]:
-        prepared: dict[str, tuple[Any, conflicts.ParsedReferences]] = {}
+        prepared: dict[str, tuple[Any, reference_sentences.ParsedReferences]] = {}
         verdicts = []
         for item in items:
             try:
@@ -145,7 +145,7 @@ class EmbeddedChecker(SyncChecker):
                     texts = [reference.text for reference in item.references]
                     prepared[item.request_id] = (
                         runtime.features.prepare_references(texts, runtime.static),
-                        conflicts.parse_references(texts),
+                        reference_sentences.parse_references(texts),
                     )
                 verdicts.append(self._verdict(runtime, item, *prepared[item.request_id]))
             except Exception as exc:  # one bad claim must not fail its whole batch
@@ -160,7 +160,7 @@ class EmbeddedChecker(SyncChecker):
         runtime: _Runtime,
         item: CheckItem,
         references: Any,
-        sentences: conflicts.ParsedReferences,
+        sentences: reference_sentences.ParsedReferences,
     ) -> Verdict:
         if not references.segments:
             return Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")

@@ -27,7 +27,10 @@ its matches. The mention is in conflict with a match when
   "Kiev-based programmer Yevhen Dokukin", one person described);
 - the match holds at least `CONTEXT_SHARE` of the words around the claim's mention, and both
   are negated or neither is.
-A mention with no counterpart is absent from the source, which is Neutral, not this. The
+A mention with no counterpart is absent from the source, which is Neutral, not this. Where
+no mention conflicts, a reference sentence restating a claim sentence with a negation on one
+side only is a denial (`denials`). The reference sentences are read once per request
+(`reference_sentences`). The
 thresholds were set on planted edits of one half of the shared data's groups and checked on
 the other half and on the real labels; `SWAP_GAP` and the swap rule were chosen on all the
 planted edits (docs/embedded_checker.md).
@@ -35,28 +38,31 @@ planted edits (docs/embedded_checker.md).
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from refcheck_callbacks.check.conflict.kinds import of_mention
+from refcheck_callbacks.check.embedded.denials import find_denial
+from refcheck_callbacks.check.embedded.reference_sentences import (
+    Conflict,
+    ParsedReferences,
+    ReferenceSentence,
+    content_words,
+    lower_case_words,
+    read_mentions,
+    stem,
+)
 from refcheck_callbacks.text.agreement import names_agree, values_agree
-from refcheck_callbacks.text.lexical import NEGATIONS, STOPWORDS, has_negation
-from refcheck_callbacks.text.mention_words import COUNT_NOUNS
-from refcheck_callbacks.text.mentions import Mention, Token, mentions, tokenize
+from refcheck_callbacks.text.lexical import NEGATIONS
+from refcheck_callbacks.text.mention_words import GENERIC_NAME_WORDS
+from refcheck_callbacks.text.mentions import Mention
 from refcheck_callbacks.text.spans import sentence_spans
-from refcheck_callbacks.text.subjects import leading_pronoun, subject
-from refcheck_callbacks.types import ConflictKind
+from refcheck_callbacks.text.tokens import Token, tokenize
 
 CONTEXT_WORDS = 4
 """Content words on each side of a mention that say what it is about."""
-CANDIDATES = 3
-"""Reference sentences compared with each mention, best matches first."""
-MIN_SHARED = 2
-"""Context words a reference sentence must share to be a match."""
 STATED_RATIO = 0.75
 """A match scoring at least this share of the conflicting one's score that states the claim's
 value wins over it: the claim is supported there."""
@@ -77,41 +83,6 @@ shares with the claim's term: `Nobel Prizes in two sciences: physics (1903) and 
 STATEMENT_TOKENS = 80
 """A reference "sentence" longer than this is a menu, a table or run-on page text, not one
 statement: its figures and names are not read against a claim's."""
-NEGATED_WORDS = 3
-"""Content words a claim sentence needs before a reference sentence holding all of them and
-few more, negated on one side only, is read as its denial."""
-
-
-def _stem(word: str) -> str:
-    """Lower-cased, possessive and plural cut, so `tower's` and `towers` meet `tower`."""
-    if word.endswith(("'s", "’s")):
-        word = word[:-2]
-    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return word
-
-
-def _lower_case(tokens: Sequence[Token]) -> set[str]:
-    return {token.lower for token in tokens if token.text.islower()}
-
-
-def _read(tokens: list[Token], lower_case: AbstractSet[str]) -> list[Mention]:
-    """The sentence's mentions, less capitalised words the texts also write in lower case
-    (`Head Coach`, `Awards`: headings and menus on web pages, not names); acronyms stay."""
-    return [
-        m
-        for m in mentions(tokens)
-        if m.kind != "name" or m.acronym or not all(w in lower_case for w in m.words)
-    ]
-
-
-def _content(tokens: Sequence[Token]) -> list[str]:
-    """Content words, stemmed; nouns that count people are one word (`residents`)."""
-    return [
-        _stem(COUNT_NOUNS.get(t.lower, t.lower))
-        for t in tokens
-        if t.lower not in STOPWORDS and t.text[0].isalnum()
-    ]
 
 
 def _negated_near(tokens: Sequence[Token], mention: Mention) -> bool:
@@ -119,125 +90,12 @@ def _negated_near(tokens: Sequence[Token], mention: Mention) -> bool:
     return any(t.lower in NEGATIONS or t.lower.endswith("n't") for t in tokens[low:high])
 
 
-class _Sentence:
-    """A reference sentence: its tokens and words for matching; its mentions, read only when
-    it matches some claim (most sentences of a long page never do)."""
-
-    __slots__ = (
-        "_mentions",
-        "content",
-        "end",
-        "lower_case",
-        "negated",
-        "reference_index",
-        "start",
-        "text",
-        "tokens",
-    )
-
-    def __init__(self, reference_index: int, start: int, end: int, text: str) -> None:
-        self.reference_index, self.start, self.end, self.text = reference_index, start, end, text
-        tokens = tokenize(text)
-        self.content = frozenset(_content(tokens))
-        self.lower_case: AbstractSet[str] = _lower_case(tokens)
-        """Set to every reference's lower-case words once all are read."""
-        self.negated = has_negation(text)
-        self.tokens = tokens
-        self._mentions: list[Mention] | None = None
-
-    @property
-    def mentions(self) -> list[Mention]:
-        if self._mentions is None:
-            self._mentions = _read(self.tokens, self.lower_case)
-        return self._mentions
-
-
-def _refer_back(sentence: _Sentence, previous: _Sentence) -> None:
-    """A sentence led by a pronoun ("It has 2.1 million residents.") is also about the
-    previous sentence's subject: its words count for matching."""
-    if sentence.text[:1].isupper() and leading_pronoun(sentence.text) is not None:
-        named = subject(previous.text)
-        if named is not None:
-            sentence.content = sentence.content | frozenset(_content(tokenize(named)))
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedReferences:
-    """A request's reference sentences, read once for all its claims."""
-
-    sentences: list[_Sentence]
-    by_word: dict[str, list[int]]
-    """Content word -> the sentences holding it."""
-    lower_case: frozenset[str]
-    """Words the references write in lower case somewhere."""
-
-    def holding(self, words: Iterable[str]) -> bool:
-        """Whether some sentence holds every one of `words` (content words, stemmed)."""
-        common: set[int] | None = None
-        for word in words:
-            holders = set(self.by_word.get(word, ()))
-            common = holders if common is None else common & holders
-            if not common:
-                return False
-        return common is not None
-
-    def ranked(self, words: set[str]) -> list[tuple[float, int]]:
-        """(score, sentence) of the sentences sharing `MIN_SHARED` or more of `words`, best
-        first; a word weighs more the fewer sentences hold it."""
-        scores: dict[int, float] = defaultdict(float)
-        shared: dict[int, int] = defaultdict(int)
-        for word in words:
-            holders = self.by_word.get(word, ())
-            weight = math.log(1.0 + len(self.sentences) / len(holders)) if holders else 0.0
-            for index in holders:
-                scores[index] += weight
-                shared[index] += 1
-        ranked = [(score, index) for index, score in scores.items() if shared[index] >= MIN_SHARED]
-        ranked.sort(key=lambda pair: (-pair[0], pair[1]))
-        return ranked[:CANDIDATES]
-
-
-def parse_references(texts: Sequence[str]) -> ParsedReferences:
-    sentences = []
-    for reference_index, text in enumerate(texts):
-        previous: _Sentence | None = None
-        for start, end in sentence_spans(text):
-            sentence = _Sentence(reference_index, start, end, text[start:end])
-            if previous is not None:
-                _refer_back(sentence, previous)
-            sentences.append(sentence)
-            previous = sentence
-    by_word: dict[str, list[int]] = defaultdict(list)
-    lower_case: set[str] = set()
-    for index, sentence in enumerate(sentences):
-        lower_case |= sentence.lower_case
-        for word in sentence.content:
-            by_word[word].append(index)
-    frozen = frozenset(lower_case)
-    for sentence in sentences:
-        sentence.lower_case = frozen
-    return ParsedReferences(sentences, dict(by_word), frozen)
-
-
-@dataclass(frozen=True, slots=True)
-class Conflict:
-    """A claim's figure, date or name against the one the matching reference sentence states."""
-
-    kind: ConflictKind
-    claim_text: str
-    reference_text: str
-    reference_index: int
-    start: int
-    end: int
-    """The matching sentence's offsets in its reference."""
-
-
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A claim mention, a disagreeing mention of a matching sentence, and how well they align."""
 
     mention: Mention
-    sentence: _Sentence
+    sentence: ReferenceSentence
     other: Mention
     anchors: int
     """Content words placed next to both mentions."""
@@ -266,8 +124,8 @@ def _disagree(a: Mention, b: Mention) -> bool:
 def _near(tokens: Sequence[Token], mention: Mention, words: int) -> tuple[set[str], set[str]]:
     """The nearest `words` content words before and after a mention (within a few tokens)."""
     reach = 3 * words + 2
-    before = _content(tokens[max(0, mention.first - reach) : mention.first])[-words:]
-    after = _content(tokens[mention.last + 1 : mention.last + 1 + reach])[:words]
+    before = content_words(tokens[max(0, mention.first - reach) : mention.first])[-words:]
+    after = content_words(tokens[mention.last + 1 : mention.last + 1 + reach])[:words]
     return set(before), set(after)
 
 
@@ -283,7 +141,7 @@ class _Claim:
     def __init__(self, text: str, lower_case: AbstractSet[str]) -> None:
         self.text = text
         self.tokens = tokenize(text)
-        self.mentions = _read(self.tokens, lower_case | _lower_case(self.tokens))
+        self.mentions = read_mentions(self.tokens, lower_case | lower_case_words(self.tokens))
         spans = self.spans = sentence_spans(text) or [(0, len(text))]
         starts = self._starts = [start for start, _ in spans]
         self._sentence = {
@@ -302,11 +160,11 @@ class _Claim:
         the sentences before it, where its subject usually is."""
         start = self._starts[self._sentence[id(mention)]]
         own = [t for t in self.tokens[: mention.first] if t.start >= start]
-        before = _content(own)[-CONTEXT_WORDS:]
-        after = _content(self.tokens[mention.last + 1 : mention.last + 1 + 3 * CONTEXT_WORDS])
+        before = content_words(own)[-CONTEXT_WORDS:]
+        after = content_words(self.tokens[mention.last + 1 : mention.last + 1 + 3 * CONTEXT_WORDS])
         words = set(before) | set(after[:CONTEXT_WORDS])
         if len(words) < CONTEXT_WORDS - 1:
-            earlier = _content(
+            earlier = content_words(
                 self.tokens[max(0, mention.first - 6 * CONTEXT_WORDS) : mention.first]
             )
             words |= set(earlier[: len(earlier) - len(before)][-(CONTEXT_WORDS - len(words)) :])
@@ -342,11 +200,11 @@ class _Claim:
         key = next((t for t in words if t.text[0].isdigit()), words[0])
         return any(
             _agree(mention, other)
-            for index in references.by_word.get(_stem(key.lower), ())
+            for index in references.by_word.get(stem(key.lower), ())
             for other in references.sentences[index].mentions
         )
 
-    def _stated_in_place(self, mention: Mention, sentence: _Sentence) -> bool:
+    def _stated_in_place(self, mention: Mention, sentence: ReferenceSentence) -> bool:
         """The sentence states the value next to the claim's words (or holds an unread name)."""
         if not any(_agree(mention, other) for other in sentence.mentions):
             return True  # the name's words are there, unread as a name: cannot place them
@@ -361,7 +219,7 @@ class _Claim:
     def _against(
         self,
         mention: Mention,
-        sentence: _Sentence,
+        sentence: ReferenceSentence,
         context: set[str],
         references: ParsedReferences,
         displaced: bool = False,
@@ -377,7 +235,7 @@ class _Claim:
             and sum(_same_sort(o, mention) for o in unstated) == 1
         )
         share = len(context & sentence.content) / len(context) if context else 0.0
-        absent = mention.kind == "name" and not references.holding(_stem(w) for w in mention.words)
+        absent = mention.kind == "name" and _unmentioned(mention, references)
         negated = _negated_near(self.tokens, mention)
         reach = ANCHOR_WORDS * (TERM_REACH if mention.kind == "term" else 1)
         for other in unstated:
@@ -388,7 +246,14 @@ class _Claim:
                 yield Candidate(mention, sentence, other, anchors, alone, share, absent, swapped)
 
 
-def _apart(mention: Mention, other: Mention, sentence: _Sentence) -> bool:
+def _unmentioned(name: Mention, references: ParsedReferences) -> bool:
+    """No reference sentence holds a distinctive word of the name: `Neel Mukherjee` is
+    mentioned where a page says `Mukherjee`, `Bobby Brown` where it says `Brown`."""
+    distinctive = [w for w in name.words if w not in GENERIC_NAME_WORDS] or list(name.words)
+    return not any(stem(word) in references.by_word for word in distinctive)
+
+
+def _apart(mention: Mention, other: Mention, sentence: ReferenceSentence) -> bool:
     """Every mention of the sentence agreeing with the claim's stands more than `SWAP_GAP`
     tokens from `other`."""
     return all(
@@ -398,15 +263,15 @@ def _apart(mention: Mention, other: Mention, sentence: _Sentence) -> bool:
     )
 
 
-def _states(mention: Mention, sentence: _Sentence) -> bool:
+def _states(mention: Mention, sentence: ReferenceSentence) -> bool:
     return any(_agree(mention, other) for other in sentence.mentions) or (
         mention.kind == "name" and _names_words_in(mention, sentence)
     )
 
 
-def _names_words_in(mention: Mention, sentence: _Sentence) -> bool:
+def _names_words_in(mention: Mention, sentence: ReferenceSentence) -> bool:
     """The name's words are in the sentence, unread as a name (a sentence's first word)."""
-    return all(_stem(word) in sentence.content for word in mention.words)
+    return all(stem(word) in sentence.content for word in mention.words)
 
 
 def is_conflict(candidate: Candidate) -> bool:
@@ -446,46 +311,7 @@ def find_conflict(claim: str, references: ParsedReferences) -> Conflict | None:
         for candidate in parsed.candidates(mention, references):
             if is_conflict(candidate):
                 return _conflict(candidate, parsed.tokens, claim)
-    return _denial(parsed, references)
-
-
-def _denial(parsed: _Claim, references: ParsedReferences) -> Conflict | None:
-    """A reference sentence saying what a claim sentence says, negated on one side only: it
-    holds every content word of the claim sentence (`NEGATED_WORDS` or more) and at most as
-    many again, and a negation stands among those words on one side ("No, New York is ..."
-    answers a question: its `No` negates nothing the sentence states)."""
-    for start, end in parsed.spans:
-        tokens = [t for t in parsed.tokens if start <= t.start < end]
-        words = {w for w in _content(tokens) if w not in NEGATIONS and not w.endswith("n't")}
-        if len(words) < NEGATED_WORDS:
-            continue
-        negated = _negated_among(tokens, words)
-        for _, index in references.ranked(words)[:1]:
-            sentence = references.sentences[index]
-            if (
-                words <= sentence.content
-                and len(sentence.content) <= 2 * len(words)
-                and _negated_among(sentence.tokens, words) != negated
-            ):
-                return Conflict(
-                    ConflictKind.NEGATION,
-                    parsed.text[start:end],
-                    sentence.text,
-                    sentence.reference_index,
-                    sentence.start,
-                    sentence.end,
-                )
-    return None
-
-
-def _negated_among(tokens: Sequence[Token], words: AbstractSet[str]) -> bool:
-    """Whether a negation stands between the first and the last of `words` in `tokens`."""
-    places = [i for i, t in enumerate(tokens) if any(w in words for w in _content([t]))]
-    if not places:
-        return False
-    return any(
-        t.lower in NEGATIONS or t.lower.endswith("n't") for t in tokens[places[0] : places[-1]]
-    )
+    return find_denial(parsed.text, parsed.spans, parsed.tokens, references)
 
 
 def _words(tokens: Sequence[Token], mention: Mention, text: str | None = None) -> str:
