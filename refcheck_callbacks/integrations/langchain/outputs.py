@@ -61,23 +61,75 @@ def value_at(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
-def documents_in(value: Any) -> list[Any] | None:
-    """The documents a run's output holds at its top level: a list of `Document`s, or a dict
-    (a graph state, a parallel step) with such a list among its values, or a tool message's
-    artifact. Shallow and type-tested first on purpose: it runs at chain ends, on the app's
-    thread."""
+SCAN_ITEMS = 64
+"""Values looked at per run output or input when looking for documents (on the app's thread:
+bounded, whatever the output holds)."""
+SCAN_DEPTH = 3
+"""Containers nested in containers looked into (a graph state's list of lists)."""
+
+
+def document_groups(value: Any) -> list[Any]:
+    """The documents a run's output (or a root's input) holds: lists (or tuples) of
+    `Document`s, and single `Document`s, found in nested lists, tuples and dicts (a graph
+    state, a parallel step's output) and tool messages' artifacts; in the order found. A list
+    is recognised by its first item. Bounded (`SCAN_ITEMS`, `SCAN_DEPTH`) and type-tested
+    first on purpose: it runs at chain ends, on the app's thread."""
+    found: list[Any] = []
+    _scan(value, SCAN_DEPTH, found, [SCAN_ITEMS])
+    return found
+
+
+def _scan(value: Any, depth: int, found: list[Any], budget: list[int]) -> None:
     kind = type(value)
-    if kind is list:
-        return value if value and isinstance(value[0], Document) else None
-    if isinstance(value, dict):
-        found = None
-        for item in value.values():
-            if type(item) is list and item and isinstance(item[0], Document):
-                found = item if found is None else found + item
-        return found
-    if kind is ToolMessage:
-        return documents_in(value.artifact)
-    return None
+    if kind is str:
+        return
+    if kind is list or kind is tuple:
+        if not value:
+            return
+        if isinstance(value[0], Document):
+            found.append(value)
+            return
+        items: Iterable[Any] = value
+    elif isinstance(value, Mapping):
+        items = value.values()
+    elif isinstance(value, Document):
+        found.append(value)
+        return
+    elif kind is ToolMessage:
+        items = (value.artifact,)
+    else:
+        return
+    if depth == 0:
+        return
+    for item in items:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        _scan(item, depth - 1, found, budget)
+
+
+def documents_in(value: Any) -> list[Any]:
+    """The documents of `document_groups(value)`, in one list."""
+    documents: list[Any] = []
+    for group in document_groups(value):
+        if isinstance(group, Document):
+            documents.append(group)
+        else:
+            documents.extend(group)
+    return documents
+
+
+def is_documents(value: Any) -> bool:
+    """Whether a run's output is documents and nothing else (a `Document`, or a list or tuple
+    of them or of such lists): a retrieval, not an answer. Shallow: the first item of each
+    level."""
+    for _ in range(SCAN_DEPTH):
+        if isinstance(value, Document):
+            return True
+        if type(value) not in (list, tuple) or not value:
+            return False
+        value = value[0]
+    return isinstance(value, Document)
 
 
 def role_of(message: Any) -> str | None:

@@ -64,12 +64,13 @@ _SAW_CHECK_DOCUMENTS = 20
 # -- prompts ---------------------------------------------------------------------------------
 
 
-def prompt_text(inputs: Any) -> str:
-    """A generation's prompt as one normalised text: its messages' contents, or its prompts."""
+def prompt_text(inputs: Any) -> prompt_match.Prompt:
+    """A generation's prompt read for matching: its messages' contents, or its prompts (empty
+    when it has no text to read)."""
     if not isinstance(inputs, list):
-        return ""
+        return prompt_match.Prompt("")
     parts = [m if isinstance(m, str) else (read.content_of(m) or "") for m in inputs]
-    return prompt_match.normalize("\n".join(parts))
+    return prompt_match.Prompt("\n".join(parts))
 
 
 def _tool_results(inputs: Any) -> list[ToolMessage]:
@@ -84,14 +85,17 @@ def _texts(documents: Iterable[Any]) -> Iterable[str]:
             yield text
 
 
-def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
-    """Whether a generation's prompt holds a tool result or one of `documents`."""
-    if _tool_results(generation.inputs):
-        return True
+def shows_any(generation: Generation, documents: Sequence[Any]) -> bool:
+    """Whether a generation's prompt shows one of `documents` (the first few tried)."""
     if not documents:
         return False
     prompt = prompt_text(generation.inputs)
     return prompt_match.any_in_prompt(_texts(documents[:_SAW_CHECK_DOCUMENTS]), prompt)
+
+
+def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
+    """Whether a generation's prompt holds a tool result or one of `documents`."""
+    return bool(_tool_results(generation.inputs)) or shows_any(generation, documents)
 
 
 # -- answer ----------------------------------------------------------------------------------
@@ -244,36 +248,43 @@ def _unique(documents: Iterable[Any]) -> list[dict[str, Any]]:
     return unique.references()
 
 
+FALLBACK_KEY = "refcheck.references_fallback"
+"""Request metadata set when the answering prompt could not be read, so the references are
+not the documents it showed: "retrievers" (the outermost retrievers' documents) or "seen"
+(every document of the run)."""
+
+
 def select_references(
     documents: Sequence[Any],
     extra: Sequence[Any],
     parked: Sequence[Any],
     inputs: Any,
     chosen: Sequence[Any] | None,
-) -> list[dict[str, Any]]:
-    """The references of one answer (see the module docstring)."""
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The references of one answer (see the module docstring), and the fallback taken
+    (`FALLBACK_KEY`), if any."""
     if chosen is not None:
-        return _unique(chosen if isinstance(chosen, list | tuple) else [chosen])
+        return _unique(chosen if isinstance(chosen, list | tuple) else [chosen]), None
     tools = _tool_results(inputs)
-    artifacts = [d for m in tools for d in (read.documents_in(m) or ())]
-    seen = [*documents, *extra, *artifacts, *parked]
+    artifacts = [d for m in tools for d in read.documents_in(m)]
     prompt = prompt_text(inputs)
     if prompt:
+        # The prompt tells what the model saw: what it does not show was left out (a grader
+        # rejected it), and never comes back through a fallback.
         unique = _Unique()
-        for document in seen:
+        for document in [*documents, *extra, *artifacts, *parked]:
             reference = read.as_reference(document)
-            if isinstance(reference["text"], str) and prompt_match.in_prompt(
-                reference["text"], prompt
-            ):
+            if isinstance(reference["text"], str) and prompt.shows(reference["text"]):
                 unique.add(reference)
         shown = unique.references()
         for message in tools:
             content = prompt_match.normalize(read.content_of(message) or "")
-            if content and not any(prompt_match.in_prompt(r["text"], content) for r in shown):
+            if content and not prompt_match.any_in_prompt((r["text"] for r in shown), content):
                 unique.add(_tool_reference(message, content))
-        if unique.by_text:
-            return unique.references()
-    return _unique(documents) or _unique([*extra, *artifacts])
+        return unique.references(), None
+    if retrieved := _unique(documents):
+        return retrieved, "retrievers"
+    return _unique([*extra, *artifacts]), "seen"
 
 
 def _tool_reference(message: ToolMessage, content: str) -> dict[str, Any]:
@@ -301,24 +312,28 @@ class CapturedAnswer(Pairing):
     def pair(self) -> Paired | None:
         text, generation = self.answer.choose(self.documents or self.extra_documents)
         parked: list[Any] = []
-        if self.parked is not None:
+        if (
+            self.parked is not None
+            and generation is not None
+            and shows_any(generation, self.parked.documents)
+        ):
             # Taken only when this answer's prompt shows them: a run in between that did not
-            # show them (a query rewrite) leaves them to the answer that does.
-            if generation is None or not saw_context(generation, self.parked.documents):
-                return None
+            # show them (a query rewrite) leaves them to the answer that does. Another answer
+            # may have taken them first.
             parked = self.parked.take()
-            if not parked:
-                return None  # another answer took them first
-        references = select_references(
+        references, fallback = select_references(
             self.documents,
             self.extra_documents,
             parked,
             None if generation is None else generation.inputs,
             self.chosen,
         )
+        if not references:
+            return None
+        metadata = None if fallback is None else {FALLBACK_KEY: fallback}
         if generation is None:
-            return Paired(text, references)
-        return Paired(text, references, generation.model, generation.response_id)
+            return Paired(text, references, metadata=metadata)
+        return Paired(text, references, generation.model, generation.response_id, metadata)
 
 
 def overrides(data: Any) -> Mapping[str, Any]:

@@ -107,6 +107,9 @@ class RunTree(BaseCallbackHandler):
             state.input_question = read.value_at(inputs, self.question_key)
         else:
             state.input_question = inputs
+        # Documents passed in (an answer chain invoked with `{"context": docs, ...}`).
+        for group in read.document_groups(inputs):
+            state.add_documents(group, self._max_references, outermost=False)
         self._runs.start(state.key, state)
         return state
 
@@ -127,9 +130,8 @@ class RunTree(BaseCallbackHandler):
         end first: the last to end, the outermost, is the one kept."""
         if state.flags:
             state.flags.pop(key, None)
-        documents = read.documents_in(output)
-        if documents:
-            state.add_documents(documents, self._max_references, outermost=False)
+        for group in read.document_groups(output):
+            state.add_documents(group, self._max_references, outermost=False)
         marks = state.marked.pop(key, 0) if state.marked else 0
         if tags:
             marks |= (IN_ANSWER if ANSWER_TAG in tags else 0) | (
@@ -151,9 +153,18 @@ class RunTree(BaseCallbackHandler):
             # iterating, so the answer is a fragment nobody saw in full.
             self.sink.skipped(SkipReason.ANSWER_INCOMPLETE)
             return
-        answer = pairing.answer_options(state, output, self.answer_from, self.output_key)
+        # A run whose output is documents is a retrieval, even where an LLM wrote its query
+        # (HyDE): its documents wait for the answer that follows.
+        retrieval = read.is_documents(output)
+        answer = (
+            None
+            if retrieval
+            else pairing.answer_options(state, output, self.answer_from, self.output_key)
+        )
         if answer is None:
             documents = state.documents or state.extra_documents
+            if not documents and retrieval:
+                documents = read.documents_in(output)
             if documents:
                 self._parked.park(state.pair_key, documents)
             else:
@@ -162,12 +173,15 @@ class RunTree(BaseCallbackHandler):
         # Without documents, choosing the answering generation reads no prompt text (only
         # whether a prompt holds a tool result), so it is done here when it decides skipping.
         generation = None if state.documents or state.extra_documents else answer.choose(())[1]
+        # A run without a retrieval of its own may answer one parked earlier, also when its
+        # documents came in through its input (the second root of HyDE): the worker takes
+        # those its prompt shows.
         parked = None
-        if not pairing.has_sources(state, generation):
-            parked = None if generation is None else self._parked.peek(state.pair_key)
-            if parked is None:
-                self.sink.skipped(SkipReason.NO_REFERENCES)
-                return
+        if not state.documents and (generation is not None or state.extra_documents):
+            parked = self._parked.peek(state.pair_key)
+        if parked is None and not pairing.has_sources(state, generation):
+            self.sink.skipped(SkipReason.NO_REFERENCES)
+            return
         question = pairing.question_of(state, self.question_key, end_inputs)
         captured = pairing.CapturedAnswer(
             state.documents,
