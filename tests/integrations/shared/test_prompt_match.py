@@ -24,7 +24,7 @@ TOUR = Document(
     id="tour",
     metadata={"source": "guide.md", "page": 3},
     page_content=(
-        "Eiffel Tower\nHeight: 330 m\n\nThe tower's \"iron lady\" nickname dates from 1889; "
+        'Eiffel Tower\nHeight: 330 m\n\nThe tower\'s "iron lady" nickname dates from 1889; '
         "Gustave Eiffel's company built it on the Champ de Mars, côté Seine.\n"
         "Its path C:\\tower\\new is an old joke among engineers \U0001d400 of the café.\x0c"
         "\nVisitors climb 674 steps to the second floor, or take one of the lifts."
@@ -53,7 +53,7 @@ def printings(documents: list[Document]) -> dict[str, str]:
             f"Source: {d.metadata}\nContent: {d.page_content}" for d in documents
         ),
         "collapsed": " ".join(" ".join(contents).split()),
-        "truncated": "\n".join(f"{c[:PROBE_CHARS + 20]}..." for c in contents),
+        "truncated": "\n".join(f"{c[: PROBE_CHARS + 20]}..." for c in contents),
         "markdown": "\n".join(f"- **{c}**" for c in contents),
     }
 
@@ -121,7 +121,9 @@ def test_a_probe_is_the_start_of_the_whole_canonical_document() -> None:
     for size in (8, 200, 5_000, 2 * SLICE_CHARS):
         text = _text(rng, size)
         whole = prompt_match.canonical(text)
-        expected = whole[: PROBE_CHARS + 1].rpartition(" ")[0] if len(whole) > PROBE_CHARS else whole
+        expected = (
+            whole[: PROBE_CHARS + 1].rpartition(" ")[0] if len(whole) > PROBE_CHARS else whole
+        )
         assert prompt_match.probe(text) == (expected if len(expected) >= 12 else None)
     late = " \n" * 50_000 + "The Eiffel Tower is 330 metres tall."
     assert prompt_match.probe(late) == "The Eiffel Tower is 330 metres tall"
