@@ -19,13 +19,19 @@ question is the user's input.**
   a retriever's or tool's query: the first one, when it differs, goes into the metadata as
   `refcheck.retrieval_query` (a rewritten query stays visible).
 - References: what the app said with `override_pairing(references=...)` or the output of a run
-  tagged `refcheck:references`; else every document seen in the run (outermost retrievers
-  first, then inner retrievers, chain outputs such as a graph node's documents, tool
-  artifacts, and documents parked by an earlier run, see `parked`) whose text is in the
-  answering generation's prompt, plus the content of tool results in that prompt that hold
-  none of them; where nothing matches (the app reformats documents), the outermost retrievers'
-  documents, else all documents seen. Documents parked by an earlier run count only when the
-  answering prompt shows one of them.
+  tagged `refcheck:references`; else every candidate document (outermost retrievers first,
+  then the root's own input, inner retrievers, chain outputs and graph state values such as
+  a graph node's documents or one `Document` it built, tool artifacts, and documents parked by
+  an earlier run, see `parked`) whose content is in the answering generation's prompt however
+  the app printed it (`prompt_match`), plus the content of tool results in that prompt that
+  hold none of them. What a readable prompt does not show was left out (a grader rejected
+  it): it never comes back through a fallback, and a prompt that shows nothing gives no
+  references (skipped `no_references`). Only where no prompt can be read (no generation, or
+  no text in its prompt) are the outermost retrievers' documents taken, else all documents
+  seen, and the request's metadata says so (`FALLBACK_KEY`). Documents parked by an earlier
+  run count only when the answering prompt shows one of them.
+- A root whose output is documents (HyDE: an LLM writes the query, a retriever returns the
+  documents) is a retrieval: not checked, its documents parked for the answer that follows.
 
 **Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
 handler takes what can be told from the run's shape (`answer_options`, `question_of`,
