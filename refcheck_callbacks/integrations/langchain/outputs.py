@@ -86,9 +86,12 @@ def _scan(value: Any, depth: int, found: list[Any], budget: list[int]) -> None:
     if kind is list or kind is tuple:
         if not value:
             return
-        if isinstance(value[0], Document):
+        first = value[0]
+        if isinstance(first, Document):
             found.append(value)
             return
+        if isinstance(first, BaseMessage):
+            return  # a conversation: its tool results are read from the prompt, in the worker
         items: Iterable[Any] = value
     elif isinstance(value, Mapping):
         items = value.values()
