@@ -107,11 +107,14 @@ class RunTree(BaseCallbackHandler):
             state.input_question = read.value_at(inputs, self.question_key)
         else:
             state.input_question = inputs
-        # Documents passed in (an answer chain invoked with `{"context": docs, ...}`).
-        for group in read.document_groups(inputs):
-            state.add_documents(group, self._max_references, outermost=False)
+        self._add_documents(state, inputs)  # passed in: `chain.invoke({"context": docs, ...})`
         self._runs.start(state.key, state)
         return state
+
+    def _add_documents(self, state: RootRun, value: Any) -> None:
+        """Keep the documents a run's input or output holds (a bounded scan)."""
+        for group in read.document_groups(value):
+            state.add_documents(group, self._max_references, outermost=False)
 
     def _end(self, run_id: UUID, parent_run_id: UUID | None) -> RootRun | None:
         """The state of `run_id` when it is a root (now freed); None for child runs."""
@@ -130,8 +133,7 @@ class RunTree(BaseCallbackHandler):
         end first: the last to end, the outermost, is the one kept."""
         if state.flags:
             state.flags.pop(key, None)
-        for group in read.document_groups(output):
-            state.add_documents(group, self._max_references, outermost=False)
+        self._add_documents(state, output)
         marks = state.marked.pop(key, 0) if state.marked else 0
         if tags:
             marks |= (IN_ANSWER if ANSWER_TAG in tags else 0) | (
@@ -153,6 +155,9 @@ class RunTree(BaseCallbackHandler):
             # iterating, so the answer is a fragment nobody saw in full.
             self.sink.skipped(SkipReason.ANSWER_INCOMPLETE)
             return
+        if end_inputs is not None:
+            # Streaming runs report their input only when they end.
+            self._add_documents(state, end_inputs)
         # A run whose output is documents is a retrieval, even where an LLM wrote its query
         # (HyDE): its documents wait for the answer that follows.
         retrieval = read.is_documents(output)

@@ -6,11 +6,13 @@ whose web-search node appends one `Document` it built, an adaptive-RAG node that
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, TypedDict
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
+from langchain_core.load import dumps, loads
 from langchain_core.output_parsers import JsonOutputParser, StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
@@ -118,6 +120,71 @@ def test_rag_from_scratch_pipes_the_retrievers_documents_into_the_prompt(
     # All three are in the prompt, printed as a list of `Document` reprs.
     assert [r.id for r in request.references] == [d.id for d in retrieved]
     assert FALLBACK_KEY not in request.metadata
+
+
+@pytest.mark.filterwarnings("ignore:The function `loads` is in beta", "ignore:The default value")
+def test_rag_from_scratch_multi_query_gives_the_unique_union_it_printed(
+    blog_store: InMemoryVectorStore,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """RAG from scratch (multi-query): the union of the retrievals, made unique by a JSON
+    round trip (new `Document` objects, a chain's output), piped into the prompt."""
+    retriever = blog_store.as_retriever(search_kwargs={"k": 2})
+    prompt_perspectives = ChatPromptTemplate.from_template(
+        "Generate three different versions of the given user question, one per line.\n"
+        "Original question: {question}"
+    )
+    queries = "How do agents break down tasks?\nWhat memory do LLM agents use?"
+    generate_queries = (
+        prompt_perspectives
+        | FakeListChatModel(responses=[queries])
+        | StrOutputParser()
+        | (lambda x: x.split("\n"))
+    )
+
+    def get_unique_union(documents: list[list[Document]]) -> list[Document]:
+        flattened_docs = [dumps(doc) for sublist in documents for doc in sublist]
+        unique_docs = list(set(flattened_docs))
+        return [loads(doc) for doc in unique_docs]
+
+    retrieval_chain = generate_queries | retriever.map() | get_unique_union
+    final_rag_chain = (
+        {"context": retrieval_chain, "question": itemgetter("question")}
+        | RAG_FROM_SCRATCH
+        | FakeListChatModel(responses=["They decompose tasks and use vector memory."])
+        | StrOutputParser()
+    )
+    question = "How do LLM agents plan and remember?"
+    answer = final_rag_chain.invoke({"question": question}, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert request.question == question
+    assert request.answer == answer
+    expected = {d.id for q in queries.split("\n") for d in retriever.invoke(q)}
+    assert len(expected) >= 3
+    assert sorted(r.id for r in request.references) == sorted(expected)
+
+
+def test_documents_passed_into_a_streamed_answer_chain_are_its_references(
+    blog_store: InMemoryVectorStore,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """A stream reports its input only when it ends: the documents in it still count."""
+    question = "What is Task Decomposition?"
+    documents = blog_store.similarity_search(question, k=2)  # no callback sees this
+    chain = (
+        RAG_FROM_SCRATCH
+        | FakeListChatModel(responses=["It splits hard tasks into steps."])
+        | StrOutputParser()
+    )
+    streamed = chain.stream({"context": documents, "question": question}, {"callbacks": [handler]})
+    assert "".join(streamed) == "It splits hard tasks into steps."
+    [request] = checked_requests(monitor, sink)
+    assert request.question == question
+    assert [r.id for r in request.references] == [d.id for d in documents]
 
 
 class CragState(TypedDict, total=False):
