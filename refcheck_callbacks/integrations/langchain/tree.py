@@ -159,8 +159,13 @@ class RunTree(BaseCallbackHandler):
             # Streaming runs report their input only when they end.
             self._add_documents(state, end_inputs)
         # A run whose output is documents is a retrieval, even where an LLM wrote its query
-        # (HyDE): its documents wait for the answer that follows.
-        retrieval = read.is_documents(output)
+        # (HyDE): its documents wait for the answer that follows. Unless the app said where
+        # the answer is.
+        retrieval = (
+            read.is_documents(output)
+            and state.answer_output is None
+            and state.override.get("answer") is None
+        )
         answer = (
             None
             if retrieval

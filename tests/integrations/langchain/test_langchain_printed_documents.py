@@ -439,3 +439,28 @@ def test_where_no_prompt_can_be_read_the_retrievers_documents_are_taken_and_note
         d.id for d in retriever.invoke("What is Task Decomposition?")
     ]
     assert request.metadata[FALLBACK_KEY] == "retrievers"
+
+
+def test_a_run_returning_documents_with_an_answer_the_app_named_is_checked(
+    blog_store: InMemoryVectorStore,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """Output that is documents is a retrieval, unless the app said what the answer is."""
+    retriever = blog_store.as_retriever(search_kwargs={"k": 2})
+
+    def answer_and_sources(question: str) -> list[Document]:
+        documents = retriever.invoke(question)
+        override_pairing(answer="Task decomposition splits a task into steps.")
+        return documents  # the app shows its sources; the answer went out elsewhere
+
+    RunnableLambda(answer_and_sources).invoke(
+        "What is Task Decomposition?", {"callbacks": [handler]}
+    )
+    [request] = checked_requests(monitor, sink)
+    assert request.answer == "Task decomposition splits a task into steps."
+    assert [r.id for r in request.references] == [
+        d.id for d in retriever.invoke("What is Task Decomposition?")
+    ]
+    assert handler.parked_retrievals == 0
