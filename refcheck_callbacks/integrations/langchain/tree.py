@@ -189,7 +189,8 @@ class RunTree(BaseCallbackHandler):
         parked = None
         if not state.documents and (generation is not None or state.extra_documents):
             parked = self._parked.peek(state.pair_key)
-        if parked is None and not pairing.has_sources(state, generation):
+        own_sources = pairing.has_sources(state, generation)
+        if parked is None and not own_sources:
             self.sink.skipped(SkipReason.NO_REFERENCES)
             return
         question = pairing.question_of(state, self.question_key, end_inputs)
@@ -206,9 +207,10 @@ class RunTree(BaseCallbackHandler):
             trace_context=state.trace_context,
             metadata=pairing.metadata_of(state, question),
         )
-        if not submitted and parked is not None:
+        if not submitted and parked is not None and not own_sources:
             # Sampled out or dropped (and counted): the answer had its retrieval all the same,
-            # which is not left to be counted `unpaired` as well.
+            # which is not left to be counted `unpaired` as well. (One with sources of its own
+            # may not have been shown the parked documents: they are left to the next answer.)
             parked.take()
 
     def _unpaired(self, count: int) -> None:
