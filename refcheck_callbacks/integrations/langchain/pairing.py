@@ -277,10 +277,13 @@ def select_references(
     if prompt:
         # The prompt tells what the model saw: what it does not show was left out (a grader
         # rejected it), and never comes back through a fallback.
+        candidates = [read.as_reference(d) for d in [*documents, *extra, *artifacts, *parked]]
+        candidates = [r for r in candidates if isinstance(r["text"], str)]
         unique = _Unique()
-        for document in [*documents, *extra, *artifacts, *parked]:
-            reference = read.as_reference(document)
-            if isinstance(reference["text"], str) and prompt.shows(reference["text"]):
+        for reference, is_shown in zip(
+            candidates, prompt.shown([r["text"] for r in candidates]), strict=True
+        ):
+            if is_shown:
                 unique.add(reference)
         shown = unique.references()
         for message in tools:

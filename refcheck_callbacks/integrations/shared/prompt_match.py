@@ -28,16 +28,18 @@ length, is looked for with `str.__contains__` (CPython switches to its two-way s
 texts: linear in the prompt). Runs in the monitor's worker, never on the app's thread.
 
 Public API (framework-free; the LangChain pairing and a trace receiver use it):
-`Prompt(text)` reads a prompt once, `Prompt.shows(document_text)` tells whether it shows a
-document; `in_prompt(text, prompt)` and `any_in_prompt(texts, prompt)` take a `Prompt` or a
-prompt's text; `probe(text)` is a document's head; `canonical(text)` the form compared;
-`normalize(text)` collapses whitespace only (for keys and display).
+`Prompt(text)` reads a prompt once; `Prompt.shown(document_texts)` tells which of the
+candidates it shows (a document seen only by its head, inside another shown in full, is that
+one's overlapping end, not shown); `Prompt.shows(document_text)` and `Prompt.extent(...)`
+ask about one document; `in_prompt(text, prompt)` and `any_in_prompt(texts, prompt)` take a
+`Prompt` or a prompt's text; `probe(text)` is a document's head; `canonical(text)` the form
+compared; `normalize(text)` collapses whitespace only (for keys and display).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 PROBE_CHARS = 160
 """Canonical characters of a document's start (its head) that show it when in the prompt."""
@@ -47,6 +49,8 @@ ANCHORS = 8
 """Anchors spread across a long document (one per `PROBE_CHARS` of its text, at most)."""
 ANCHOR_WORDS = 8
 """Words in one anchor: a run this long is rarely shared by chance."""
+NOT_SHOWN, IN_PART, IN_FULL = 0, 1, 2
+"""How much of a document a prompt shows (`Prompt.extent`)."""
 SLICE_CHARS = 1 << 16
 """Characters made canonical (or normalised) in one call (a slice ends at whitespace)."""
 _WHITESPACE = re.compile(r"\s")
@@ -171,15 +175,40 @@ class Prompt:
     def has(self, words: str) -> bool:
         return f" {words} " in self.canonical
 
-    def shows(self, text: str) -> bool:
-        """Whether the document `text` is in this prompt: its head, or most of its anchors."""
+    def extent(self, text: str) -> int:
+        """How much of the document `text` this prompt shows: `IN_FULL` (most of its anchors,
+        or all of a document too short for them), `IN_PART` (its head alone: the app cut it
+        short, or another document ends with what this one begins with), or `NOT_SHOWN`."""
         head = probe(text)
         if head is None:
-            return False
-        if self.has(head):
-            return True
+            return NOT_SHOWN
         spread = anchors(text)
-        return len(spread) >= 2 and 2 * sum(map(self.has, spread)) > len(spread)
+        if len(spread) >= 2:
+            if 2 * sum(map(self.has, spread)) > len(spread):
+                return IN_FULL
+            return IN_PART if self.has(head) else NOT_SHOWN
+        if not self.has(head):
+            return NOT_SHOWN
+        return IN_FULL if len(head) == len(text) or self.has(canonical(text)) else IN_PART
+
+    def shows(self, text: str) -> bool:
+        """Whether the document `text` is in this prompt: its head, or most of its anchors."""
+        return self.extent(text) != NOT_SHOWN
+
+    def shown(self, texts: Sequence[str]) -> list[bool]:
+        """Which of the documents `texts` this prompt shows. One shown only in part whose head
+        lies inside another one shown in full is that one's end, not a document of its own:
+        text splitters repeat the end of a chunk at the start of the next (`chunk_overlap`),
+        and a grader may keep the one and reject the other."""
+        extents = [self.extent(text) for text in texts]
+        if IN_PART not in extents or IN_FULL not in extents:
+            return [extent != NOT_SHOWN for extent in extents]
+        full = [f" {canonical(t)} " for t, e in zip(texts, extents, strict=True) if e == IN_FULL]
+        return [
+            extent == IN_FULL
+            or (extent == IN_PART and not any(f" {probe(text)} " in other for other in full))
+            for text, extent in zip(texts, extents, strict=True)
+        ]
 
 
 def in_prompt(text: str, prompt: Prompt | str) -> bool:

@@ -12,6 +12,7 @@ import time
 
 import pytest
 from langchain_core.documents import Document
+from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from refcheck_callbacks.integrations.shared import prompt_match
 from refcheck_callbacks.integrations.shared.prompt_match import PROBE_CHARS, SLICE_CHARS, Prompt
@@ -152,3 +153,26 @@ def test_matching_a_worst_case_prompt_stays_linear() -> None:
 
     small, large = _seconds(lambda: work(2_000)), _seconds(lambda: work(16_000))
     assert large / small < 8 * 3
+
+
+def test_a_chunk_whose_start_is_the_shown_chunks_overlapping_end_is_not_shown() -> None:
+    """The tutorials split with `chunk_overlap=200`: the next chunk begins with this one's end.
+    Only the chunk shown in full counts; a chunk cut short with nothing to explain it still
+    counts (the app truncated it)."""
+    rng = random.Random(31)
+    words = ["agent", "memory", "planning", "tool", "reflection", "task", "step", "model"]
+    sentences = [
+        " ".join(rng.choice(words) + str(rng.randrange(50)) for _ in range(12)) + "."
+        for _ in range(40)
+    ]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200)
+    first, second = splitter.split_text(" ".join(sentences))[:2]
+    assert f" {prompt_match.probe(second)} " in f" {prompt_match.canonical(first)} "  # overlap
+    prompt = Prompt(f"Context: {[Document(page_content=first)]}\nQuestion: what is planning?")
+    assert prompt.extent(first) == prompt_match.IN_FULL
+    assert prompt.extent(second) == prompt_match.IN_PART
+    assert prompt.shown([first, second]) == [True, False]
+    both = Prompt(f"Context: {[Document(page_content=first), Document(page_content=second)]}")
+    assert both.shown([first, second]) == [True, True]
+    cut = Prompt(f"Context: {second[:300]}...")
+    assert cut.shown([first, second]) == [False, True]
