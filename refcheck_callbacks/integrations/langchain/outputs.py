@@ -6,7 +6,7 @@ metadata, scores under several keys, model names in start metadata or response m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -68,12 +68,14 @@ SCAN_DEPTH = 3
 """Containers nested in containers looked into (a graph state's list of lists)."""
 
 
-def document_groups(value: Any) -> list[Any]:
+def document_groups(value: Any) -> Sequence[Any]:
     """The documents a run's output (or a root's input) holds: lists (or tuples) of
     `Document`s, and single `Document`s, found in nested lists, tuples and dicts (a graph
     state, a parallel step's output) and tool messages' artifacts; in the order found. A list
     is recognised by its first item. Bounded (`SCAN_ITEMS`, `SCAN_DEPTH`) and type-tested
     first on purpose: it runs at chain ends, on the app's thread."""
+    if type(value) is str or value is None:
+        return ()  # most runs start and end with text
     found: list[Any] = []
     _scan(value, SCAN_DEPTH, found, [SCAN_ITEMS])
     return found
@@ -126,6 +128,8 @@ def is_documents(value: Any) -> bool:
     """Whether a run's output is documents and nothing else (a `Document`, or a list or tuple
     of them or of such lists): a retrieval, not an answer. Shallow: the first item of each
     level."""
+    if type(value) is str:
+        return False
     for _ in range(SCAN_DEPTH):
         if isinstance(value, Document):
             return True
