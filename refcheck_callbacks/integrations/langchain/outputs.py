@@ -81,32 +81,66 @@ def document_groups(value: Any) -> Sequence[Any]:
     return found
 
 
+_SKIP, _DOCUMENT, _SEQUENCE, _MAPPING, _TOOL, _MESSAGE = range(6)
+_KINDS: dict[type, int] = {
+    str: _SKIP,
+    list: _SEQUENCE,
+    tuple: _SEQUENCE,
+    dict: _MAPPING,
+    ToolMessage: _TOOL,
+    Document: _DOCUMENT,
+}
+"""What a type is to the scan, by type: `isinstance` against pydantic and abstract classes is
+slow, and a chain's outputs are of few types. Bounded by `_MAX_KINDS`."""
+_MAX_KINDS = 1024
+
+
+def _kind(kind: type) -> int:
+    found = _KINDS.get(kind)
+    if found is None:
+        if issubclass(kind, Document):
+            found = _DOCUMENT
+        elif issubclass(kind, ToolMessage):
+            found = _TOOL
+        elif issubclass(kind, BaseMessage):
+            found = _MESSAGE
+        elif issubclass(kind, Mapping):
+            found = _MAPPING
+        elif issubclass(kind, list | tuple):
+            found = _SEQUENCE
+        else:
+            found = _SKIP
+        if len(_KINDS) < _MAX_KINDS:
+            _KINDS[kind] = found
+    return found
+
+
 def _scan(value: Any, depth: int, found: list[Any], budget: list[int]) -> None:
-    kind = type(value)
-    if kind is str:
-        return
-    if kind is list or kind is tuple:
+    kind = _kind(type(value))
+    if kind == _SEQUENCE:
         if not value:
             return
-        first = value[0]
-        if isinstance(first, Document):
+        first = _kind(type(value[0]))
+        if first == _DOCUMENT:
             found.append(value)
             return
-        if isinstance(first, BaseMessage):
+        if first in (_MESSAGE, _TOOL):
             return  # a conversation: its tool results are read from the prompt, in the worker
         items: Iterable[Any] = value
-    elif isinstance(value, Mapping):
+    elif kind == _MAPPING:
         items = value.values()
-    elif isinstance(value, Document):
+    elif kind == _DOCUMENT:
         found.append(value)
         return
-    elif kind is ToolMessage:
+    elif kind == _TOOL:
         items = (value.artifact,)
     else:
         return
     if depth == 0:
         return
     for item in items:
+        if type(item) is str:
+            continue  # most values: no call
         budget[0] -= 1
         if budget[0] < 0:
             return
@@ -128,15 +162,12 @@ def is_documents(value: Any) -> bool:
     """Whether a run's output is documents and nothing else (a `Document`, or a list or tuple
     of them or of such lists): a retrieval, not an answer. Shallow: the first item of each
     level."""
-    if type(value) is str:
-        return False
-    for _ in range(SCAN_DEPTH):
-        if isinstance(value, Document):
-            return True
-        if type(value) not in (list, tuple) or not value:
-            return False
+    for _ in range(SCAN_DEPTH + 1):
+        kind = _kind(type(value))
+        if kind != _SEQUENCE or not value:
+            return kind == _DOCUMENT
         value = value[0]
-    return isinstance(value, Document)
+    return False
 
 
 def role_of(message: Any) -> str | None:

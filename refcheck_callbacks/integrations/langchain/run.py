@@ -129,7 +129,7 @@ class RootRun:
         appended to its list since (a web-search result added to the graded documents)."""
         if self.document_lists is None:
             self.document_lists = {}
-        many = not isinstance(group, Document)
+        many = type(group) is list or not isinstance(group, Document)
         size = len(group) if many else 1
         kept = self.document_lists.get(id(group))
         if kept is not None and kept[0] is group:
