@@ -464,3 +464,28 @@ def test_a_run_returning_documents_with_an_answer_the_app_named_is_checked(
         d.id for d in retriever.invoke("What is Task Decomposition?")
     ]
     assert handler.parked_retrievals == 0
+
+
+def test_where_no_prompt_can_be_read_nor_a_retriever_ran_every_document_seen_is_taken(
+    blog_store: InMemoryVectorStore,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """The same, with the documents from a vector store called in a step (no retriever run):
+    the documents seen are the last resort, noted as such."""
+    question = "What is Task Decomposition?"
+
+    def search(question: str) -> dict[str, Any]:
+        return {"question": question, "context": blog_store.similarity_search(question, k=2)}
+
+    def answer(inputs: dict[str, Any]) -> str:
+        override_pairing(answer="It splits a task into steps.")
+        return "It splits a task into steps."
+
+    (RunnableLambda(search) | RunnableLambda(answer)).invoke(question, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert [r.id for r in request.references] == [
+        d.id for d in blog_store.similarity_search(question, k=2)
+    ]
+    assert request.metadata[FALLBACK_KEY] == "seen"
