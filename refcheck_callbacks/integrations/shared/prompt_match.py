@@ -211,11 +211,28 @@ class Prompt:
         ]
 
 
+_last_read: tuple[str, Prompt] | None = None
+"""The prompt text last read by `in_prompt` or `any_in_prompt`, and its reading: a caller that
+passes the same text for each of its documents reads it once, not once per document."""
+
+
+def _read(prompt: Prompt | str) -> Prompt:
+    global _last_read
+    if isinstance(prompt, Prompt):
+        return prompt
+    last = _last_read
+    if last is not None and last[0] is prompt:
+        return last[1]
+    read = Prompt(prompt)
+    _last_read = (prompt, read)
+    return read
+
+
 def in_prompt(text: str, prompt: Prompt | str) -> bool:
     """Whether `text` (a document) is in `prompt` (a `Prompt`, or a prompt's text)."""
-    return (prompt if isinstance(prompt, Prompt) else Prompt(prompt)).shows(text)
+    return _read(prompt).shows(text)
 
 
 def any_in_prompt(texts: Iterable[str], prompt: Prompt | str) -> bool:
-    read = prompt if isinstance(prompt, Prompt) else Prompt(prompt)
+    read = _read(prompt)
     return any(read.shows(text) for text in texts)
