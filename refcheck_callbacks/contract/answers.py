@@ -48,6 +48,8 @@ class Paired:
     references: Any
     model: str | None = None
     response_id: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    """Added to the request's metadata (how the pairing was decided, where that matters)."""
 
 
 class Pairing(ABC):

@@ -27,12 +27,16 @@ def paired(raw: RawInput) -> RawInput | None:
     decided = raw.pairing.pair()
     if decided is None:
         return None
+    metadata = raw.metadata
+    if decided.metadata:
+        metadata = {**(metadata if isinstance(metadata, Mapping) else {}), **decided.metadata}
     return replace(
         raw,
         answer=decided.answer,
         references=decided.references,
         model=decided.model,
         response_id=decided.response_id,
+        metadata=metadata,
         pairing=None,
     )
 

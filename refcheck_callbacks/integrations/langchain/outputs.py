@@ -6,7 +6,7 @@ metadata, scores under several keys, model names in start metadata or response m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -61,23 +61,113 @@ def value_at(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
-def documents_in(value: Any) -> list[Any] | None:
-    """The documents a run's output holds at its top level: a list of `Document`s, or a dict
-    (a graph state, a parallel step) with such a list among its values, or a tool message's
-    artifact. Shallow and type-tested first on purpose: it runs at chain ends, on the app's
-    thread."""
-    kind = type(value)
-    if kind is list:
-        return value if value and isinstance(value[0], Document) else None
-    if isinstance(value, dict):
-        found = None
-        for item in value.values():
-            if type(item) is list and item and isinstance(item[0], Document):
-                found = item if found is None else found + item
-        return found
-    if kind is ToolMessage:
-        return documents_in(value.artifact)
-    return None
+SCAN_ITEMS = 64
+"""Values looked at per run output or input when looking for documents (on the app's thread:
+bounded, whatever the output holds)."""
+SCAN_DEPTH = 3
+"""Containers nested in containers looked into (a graph state's list of lists)."""
+
+
+def document_groups(value: Any) -> Sequence[Any]:
+    """The documents a run's output (or a root's input) holds: lists (or tuples) of
+    `Document`s, and single `Document`s, found in nested lists, tuples and dicts (a graph
+    state, a parallel step's output) and tool messages' artifacts; in the order found. A list
+    is recognised by its first item. Bounded (`SCAN_ITEMS`, `SCAN_DEPTH`) and type-tested
+    first on purpose: it runs at chain ends, on the app's thread."""
+    if type(value) is str or value is None:
+        return ()  # most runs start and end with text
+    found: list[Any] = []
+    _scan(value, SCAN_DEPTH, found, [SCAN_ITEMS])
+    return found
+
+
+_SKIP, _DOCUMENT, _SEQUENCE, _MAPPING, _TOOL, _MESSAGE = range(6)
+_KINDS: dict[type, int] = {
+    str: _SKIP,
+    list: _SEQUENCE,
+    tuple: _SEQUENCE,
+    dict: _MAPPING,
+    ToolMessage: _TOOL,
+    Document: _DOCUMENT,
+}
+"""What a type is to the scan, by type: `isinstance` against pydantic and abstract classes is
+slow, and a chain's outputs are of few types. Bounded by `_MAX_KINDS`."""
+_MAX_KINDS = 1024
+
+
+def _kind(kind: type) -> int:
+    found = _KINDS.get(kind)
+    if found is None:
+        if issubclass(kind, Document):
+            found = _DOCUMENT
+        elif issubclass(kind, ToolMessage):
+            found = _TOOL
+        elif issubclass(kind, BaseMessage):
+            found = _MESSAGE
+        elif issubclass(kind, Mapping):
+            found = _MAPPING
+        elif issubclass(kind, list | tuple):
+            found = _SEQUENCE
+        else:
+            found = _SKIP
+        if len(_KINDS) < _MAX_KINDS:
+            _KINDS[kind] = found
+    return found
+
+
+def _scan(value: Any, depth: int, found: list[Any], budget: list[int]) -> None:
+    kind = _kind(type(value))
+    if kind == _SEQUENCE:
+        if not value:
+            return
+        first = _kind(type(value[0]))
+        if first == _DOCUMENT:
+            found.append(value)
+            return
+        if first in (_MESSAGE, _TOOL):
+            return  # a conversation: its tool results are read from the prompt, in the worker
+        items: Iterable[Any] = value
+    elif kind == _MAPPING:
+        items = value.values()
+    elif kind == _DOCUMENT:
+        found.append(value)
+        return
+    elif kind == _TOOL:
+        items = (value.artifact,)
+    else:
+        return
+    if depth == 0:
+        return
+    for item in items:
+        if type(item) is str:
+            continue  # most values: no call
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        _scan(item, depth - 1, found, budget)
+
+
+def documents_in(value: Any) -> list[Any]:
+    """The documents of `document_groups(value)`, in one list."""
+    documents: list[Any] = []
+    for group in document_groups(value):
+        if isinstance(group, Document):
+            documents.append(group)
+        else:
+            documents.extend(group)
+    return documents
+
+
+def is_documents(value: Any) -> bool:
+    """Whether a run's output is documents and nothing else (a `Document`, or a list or tuple
+    of them or of such lists): a retrieval, not an answer. Shallow: the first item of each
+    level."""
+    for _ in range(SCAN_DEPTH + 1):
+        kind = _kind(type(value))
+        if kind != _SEQUENCE or not value:
+            return kind == _DOCUMENT
+        value = value[0]
+    return False
 
 
 def role_of(message: Any) -> str | None:

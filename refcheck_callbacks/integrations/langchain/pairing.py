@@ -19,13 +19,19 @@ question is the user's input.**
   a retriever's or tool's query: the first one, when it differs, goes into the metadata as
   `refcheck.retrieval_query` (a rewritten query stays visible).
 - References: what the app said with `override_pairing(references=...)` or the output of a run
-  tagged `refcheck:references`; else every document seen in the run (outermost retrievers
-  first, then inner retrievers, chain outputs such as a graph node's documents, tool
-  artifacts, and documents parked by an earlier run, see `parked`) whose text is in the
-  answering generation's prompt, plus the content of tool results in that prompt that hold
-  none of them; where nothing matches (the app reformats documents), the outermost retrievers'
-  documents, else all documents seen. Documents parked by an earlier run count only when the
-  answering prompt shows one of them.
+  tagged `refcheck:references`; else every candidate document (outermost retrievers first,
+  then the root's own input, inner retrievers, chain outputs and graph state values such as
+  a graph node's documents or one `Document` it built, tool artifacts, and documents parked by
+  an earlier run, see `parked`) whose content is in the answering generation's prompt however
+  the app printed it (`prompt_match`), plus the content of tool results in that prompt that
+  hold none of them. What a readable prompt does not show was left out (a grader rejected
+  it): it never comes back through a fallback, and a prompt that shows nothing gives no
+  references (skipped `no_references`). Only where no prompt can be read (no generation, or
+  no text in its prompt) are the outermost retrievers' documents taken, else all documents
+  seen, and the request's metadata says so (`FALLBACK_KEY`). Documents parked by an earlier
+  run count only when the answering prompt shows one of them.
+- A root whose output is documents (HyDE: an LLM writes the query, a retriever returns the
+  documents) is a retrieval: not checked, its documents parked for the answer that follows.
 
 **Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
 handler takes what can be told from the run's shape (`answer_options`, `question_of`,
@@ -64,12 +70,13 @@ _SAW_CHECK_DOCUMENTS = 20
 # -- prompts ---------------------------------------------------------------------------------
 
 
-def prompt_text(inputs: Any) -> str:
-    """A generation's prompt as one normalised text: its messages' contents, or its prompts."""
+def prompt_text(inputs: Any) -> prompt_match.Prompt:
+    """A generation's prompt read for matching: its messages' contents, or its prompts (empty
+    when it has no text to read)."""
     if not isinstance(inputs, list):
-        return ""
+        return prompt_match.Prompt("")
     parts = [m if isinstance(m, str) else (read.content_of(m) or "") for m in inputs]
-    return prompt_match.normalize("\n".join(parts))
+    return prompt_match.Prompt("\n".join(parts))
 
 
 def _tool_results(inputs: Any) -> list[ToolMessage]:
@@ -84,14 +91,17 @@ def _texts(documents: Iterable[Any]) -> Iterable[str]:
             yield text
 
 
-def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
-    """Whether a generation's prompt holds a tool result or one of `documents`."""
-    if _tool_results(generation.inputs):
-        return True
+def shows_any(generation: Generation, documents: Sequence[Any]) -> bool:
+    """Whether a generation's prompt shows one of `documents` (the first few tried)."""
     if not documents:
         return False
     prompt = prompt_text(generation.inputs)
     return prompt_match.any_in_prompt(_texts(documents[:_SAW_CHECK_DOCUMENTS]), prompt)
+
+
+def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
+    """Whether a generation's prompt holds a tool result or one of `documents`."""
+    return bool(_tool_results(generation.inputs)) or shows_any(generation, documents)
 
 
 # -- answer ----------------------------------------------------------------------------------
@@ -244,36 +254,46 @@ def _unique(documents: Iterable[Any]) -> list[dict[str, Any]]:
     return unique.references()
 
 
+FALLBACK_KEY = "refcheck.references_fallback"
+"""Request metadata set when the answering prompt could not be read, so the references are
+not the documents it showed: "retrievers" (the outermost retrievers' documents) or "seen"
+(every document of the run)."""
+
+
 def select_references(
     documents: Sequence[Any],
     extra: Sequence[Any],
     parked: Sequence[Any],
     inputs: Any,
     chosen: Sequence[Any] | None,
-) -> list[dict[str, Any]]:
-    """The references of one answer (see the module docstring)."""
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The references of one answer (see the module docstring), and the fallback taken
+    (`FALLBACK_KEY`), if any."""
     if chosen is not None:
-        return _unique(chosen if isinstance(chosen, list | tuple) else [chosen])
+        return _unique(chosen if isinstance(chosen, list | tuple) else [chosen]), None
     tools = _tool_results(inputs)
-    artifacts = [d for m in tools for d in (read.documents_in(m) or ())]
-    seen = [*documents, *extra, *artifacts, *parked]
+    artifacts = [d for m in tools for d in read.documents_in(m)]
     prompt = prompt_text(inputs)
     if prompt:
+        # The prompt tells what the model saw: what it does not show was left out (a grader
+        # rejected it), and never comes back through a fallback.
+        candidates = [read.as_reference(d) for d in [*documents, *extra, *artifacts, *parked]]
+        candidates = [r for r in candidates if isinstance(r["text"], str)]
         unique = _Unique()
-        for document in seen:
-            reference = read.as_reference(document)
-            if isinstance(reference["text"], str) and prompt_match.in_prompt(
-                reference["text"], prompt
-            ):
+        for reference, is_shown in zip(
+            candidates, prompt.shown([r["text"] for r in candidates]), strict=True
+        ):
+            if is_shown:
                 unique.add(reference)
         shown = unique.references()
         for message in tools:
             content = prompt_match.normalize(read.content_of(message) or "")
-            if content and not any(prompt_match.in_prompt(r["text"], content) for r in shown):
+            if content and not prompt_match.any_in_prompt((r["text"] for r in shown), content):
                 unique.add(_tool_reference(message, content))
-        if unique.by_text:
-            return unique.references()
-    return _unique(documents) or _unique([*extra, *artifacts])
+        return unique.references(), None
+    if retrieved := _unique(documents):
+        return retrieved, "retrievers"
+    return _unique([*extra, *artifacts]), "seen"
 
 
 def _tool_reference(message: ToolMessage, content: str) -> dict[str, Any]:
@@ -301,24 +321,28 @@ class CapturedAnswer(Pairing):
     def pair(self) -> Paired | None:
         text, generation = self.answer.choose(self.documents or self.extra_documents)
         parked: list[Any] = []
-        if self.parked is not None:
+        if (
+            self.parked is not None
+            and generation is not None
+            and shows_any(generation, self.parked.documents)
+        ):
             # Taken only when this answer's prompt shows them: a run in between that did not
-            # show them (a query rewrite) leaves them to the answer that does.
-            if generation is None or not saw_context(generation, self.parked.documents):
-                return None
+            # show them (a query rewrite) leaves them to the answer that does. Another answer
+            # may have taken them first.
             parked = self.parked.take()
-            if not parked:
-                return None  # another answer took them first
-        references = select_references(
+        references, fallback = select_references(
             self.documents,
             self.extra_documents,
             parked,
             None if generation is None else generation.inputs,
             self.chosen,
         )
+        if not references:
+            return None
+        metadata = None if fallback is None else {FALLBACK_KEY: fallback}
         if generation is None:
-            return Paired(text, references)
-        return Paired(text, references, generation.model, generation.response_id)
+            return Paired(text, references, metadata=metadata)
+        return Paired(text, references, generation.model, generation.response_id, metadata)
 
 
 def overrides(data: Any) -> Mapping[str, Any]:

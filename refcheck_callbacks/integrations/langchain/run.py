@@ -8,9 +8,11 @@ question, the answer and the references (see that module for the rules).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
+
+from langchain_core.documents import Document
 
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.types import TraceContext
@@ -99,11 +101,13 @@ class RootRun:
         self.documents: list[Any] = []
         """The outermost retrievers' documents (a compression or rerank wrapper's output, not
         its base retriever's), as LangChain returned them (read in the worker)."""
-        self.document_lists: dict[int, Sequence[Any]] | None = None
-        """The document lists kept, by `id` (held, so that no other list takes the id)."""
+        self.document_lists: dict[int, tuple[Any, int]] | None = None
+        """The document groups kept, by `id`, with their length then (held, so that no other
+        object takes the id)."""
         self.extra_documents: list[Any] = []
-        """Documents seen elsewhere in the tree: inner retrievers, chain outputs (a vector
-        store called in a graph node), tool artifacts; used where they reached the prompt."""
+        """Documents seen elsewhere in the tree: the root's own input, inner retrievers, chain
+        outputs and graph state values (a vector store called in a graph node, a `Document`
+        built in one), tool artifacts; used where they reached the prompt."""
         self.generations: list[Generation] = []
         self.open_generations: dict[int, tuple[Mapping[str, Any], Any, int]] = {}
         """LLM runs started and not yet ended: start keyword arguments, prompt, scope flags."""
@@ -118,18 +122,31 @@ class RootRun:
         self.override: dict[str, Any] = {}
         """What the app said with `override_pairing` (question, answer, references)."""
 
-    def add_documents(self, documents: Sequence[Any], limit: int, outermost: bool) -> None:
-        """Keep documents, up to `limit` in each list for the whole run. A list already kept
-        (a retriever's output passing through a graph's nodes and channels) is skipped."""
+    def add_documents(self, group: Any, limit: int, outermost: bool) -> None:
+        """Keep a group of documents (a list or tuple of them, or one `Document`), up to
+        `limit` in each list for the whole run. A group already kept (a retriever's output
+        passing through a graph's nodes and channels) is skipped, save for documents a node
+        appended to its list since (a web-search result added to the graded documents)."""
         if self.document_lists is None:
             self.document_lists = {}
-        elif id(documents) in self.document_lists:
-            return
-        self.document_lists[id(documents)] = documents
+        many = type(group) is list or not isinstance(group, Document)
+        size = len(group) if many else 1
+        kept = self.document_lists.get(id(group))
+        if kept is not None and kept[0] is group:
+            if kept[1] >= size:
+                return
+            start = kept[1]
+        else:
+            start = 0
+        self.document_lists[id(group)] = (group, size)
         into = self.documents if outermost else self.extra_documents
         room = limit - len(into)
-        if room > 0:
-            into.extend(documents[:room])
+        if room <= 0:
+            return
+        if many:
+            into.extend(group[start : start + room])
+        else:
+            into.append(group)
 
     def add_generation(self, generation: Generation) -> None:
         self.generations.append(generation)

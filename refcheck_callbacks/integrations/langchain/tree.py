@@ -107,8 +107,14 @@ class RunTree(BaseCallbackHandler):
             state.input_question = read.value_at(inputs, self.question_key)
         else:
             state.input_question = inputs
+        self._add_documents(state, inputs)  # passed in: `chain.invoke({"context": docs, ...})`
         self._runs.start(state.key, state)
         return state
+
+    def _add_documents(self, state: RootRun, value: Any) -> None:
+        """Keep the documents a run's input or output holds (a bounded scan)."""
+        for group in read.document_groups(value):
+            state.add_documents(group, self._max_references, outermost=False)
 
     def _end(self, run_id: UUID, parent_run_id: UUID | None) -> RootRun | None:
         """The state of `run_id` when it is a root (now freed); None for child runs."""
@@ -127,9 +133,7 @@ class RunTree(BaseCallbackHandler):
         end first: the last to end, the outermost, is the one kept."""
         if state.flags:
             state.flags.pop(key, None)
-        documents = read.documents_in(output)
-        if documents:
-            state.add_documents(documents, self._max_references, outermost=False)
+        self._add_documents(state, output)
         marks = state.marked.pop(key, 0) if state.marked else 0
         if tags:
             marks |= (IN_ANSWER if ANSWER_TAG in tags else 0) | (
@@ -151,9 +155,26 @@ class RunTree(BaseCallbackHandler):
             # iterating, so the answer is a fragment nobody saw in full.
             self.sink.skipped(SkipReason.ANSWER_INCOMPLETE)
             return
-        answer = pairing.answer_options(state, output, self.answer_from, self.output_key)
+        if end_inputs is not None:
+            # Streaming runs report their input only when they end.
+            self._add_documents(state, end_inputs)
+        # A run whose output is documents is a retrieval, even where an LLM wrote its query
+        # (HyDE): its documents wait for the answer that follows. Unless the app said where
+        # the answer is.
+        retrieval = (
+            read.is_documents(output)
+            and state.answer_output is None
+            and state.override.get("answer") is None
+        )
+        answer = (
+            None
+            if retrieval
+            else pairing.answer_options(state, output, self.answer_from, self.output_key)
+        )
         if answer is None:
             documents = state.documents or state.extra_documents
+            if not documents and retrieval:
+                documents = read.documents_in(output)
             if documents:
                 self._parked.park(state.pair_key, documents)
             else:
@@ -162,12 +183,16 @@ class RunTree(BaseCallbackHandler):
         # Without documents, choosing the answering generation reads no prompt text (only
         # whether a prompt holds a tool result), so it is done here when it decides skipping.
         generation = None if state.documents or state.extra_documents else answer.choose(())[1]
+        # A run without a retrieval of its own may answer one parked earlier, also when its
+        # documents came in through its input (the second root of HyDE): the worker takes
+        # those its prompt shows.
         parked = None
-        if not pairing.has_sources(state, generation):
-            parked = None if generation is None else self._parked.peek(state.pair_key)
-            if parked is None:
-                self.sink.skipped(SkipReason.NO_REFERENCES)
-                return
+        if not state.documents and (generation is not None or state.extra_documents):
+            parked = self._parked.peek(state.pair_key)
+        own_sources = pairing.has_sources(state, generation)
+        if parked is None and not own_sources:
+            self.sink.skipped(SkipReason.NO_REFERENCES)
+            return
         question = pairing.question_of(state, self.question_key, end_inputs)
         captured = pairing.CapturedAnswer(
             state.documents,
@@ -182,9 +207,10 @@ class RunTree(BaseCallbackHandler):
             trace_context=state.trace_context,
             metadata=pairing.metadata_of(state, question),
         )
-        if not submitted and parked is not None:
+        if not submitted and parked is not None and not own_sources:
             # Sampled out or dropped (and counted): the answer had its retrieval all the same,
-            # which is not left to be counted `unpaired` as well.
+            # which is not left to be counted `unpaired` as well. (One with sources of its own
+            # may not have been shown the parked documents: they are left to the next answer.)
             parked.take()
 
     def _unpaired(self, count: int) -> None:

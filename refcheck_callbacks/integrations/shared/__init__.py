@@ -3,8 +3,9 @@
 - `run_state`: per-run capture state, bounded and swept by age (LangChain runs, LlamaIndex
   spans);
 - `user_input`: the user's text among a run's named input fields (both);
-- `prompt_match`: which documents reached a model's prompt, found by their text. LangChain's
-  pairing uses it today; it is kept here, framework-free, because an answer assembled from
-  another framework's traces (the OTLP trace receiver of issues 29 and 31) is paired the same
-  way: the references are the documents its answering prompt shows.
+- `prompt_match`: which documents reached a model's prompt, found by their content however
+  the app printed them (`Prompt(text).shows(document_text)`). LangChain's pairing uses it
+  today; it is kept here, framework-free, because an answer assembled from another
+  framework's traces (the OTLP trace receiver of issue 31) is paired the same way: the
+  references are the documents its answering prompt shows.
 """
