@@ -26,7 +26,7 @@ from typing import Any
 from refcheck_callbacks.contract.answers import Paired, Pairing
 from refcheck_callbacks.integrations.otlp.conventions import Document, SpanView, views
 from refcheck_callbacks.integrations.otlp.traces import OpenTrace
-from refcheck_callbacks.integrations.shared import prompt_match
+from refcheck_callbacks.integrations.shared.prompt_match import Prompt, canonical
 
 _SAW_CHECK_DOCUMENTS = 20
 """Documents tried per model call when telling which one saw the context."""
@@ -57,33 +57,40 @@ class TracePairing(Pairing):
         answer = self.output or answering.generated
         return Paired(answer, references, answering.model, answering.response_id)
 
-    def _answering(self) -> tuple[SpanView, str]:
-        probes = self.documents[:_SAW_CHECK_DOCUMENTS]
+    def _answering(self) -> tuple[SpanView, Prompt]:
+        probes = [document.text for document in self.documents[:_SAW_CHECK_DOCUMENTS]]
         last = None
         for llm in reversed(self.llms):
-            prompt = prompt_match.normalize("\n".join(llm.prompt))
+            prompt = Prompt("\n".join(llm.prompt))
             if last is None:
                 last = (llm, prompt)
-            if prompt_match.any_in_prompt((d.text for d in probes), prompt):
+            if any(map(prompt.shows, probes)):
                 return llm, prompt
         assert last is not None, "a shape has a model call"
         return last
 
 
-def _shown(documents: Sequence[Document], prompt: str) -> list[dict[str, Any]]:
-    """The documents `prompt` shows, each text once (a later copy fills a missing id/score)."""
+def _shown(documents: Sequence[Document], prompt: Prompt) -> list[dict[str, Any]]:
+    """The documents `prompt` shows (with the chunk-overlap rule of `Prompt.shown`), each text
+    once (a later copy fills a missing id/score)."""
     if not prompt:
         return []
-    shown: dict[str, dict[str, Any]] = {}
+    unique: dict[str, dict[str, Any]] = {}
     for document in documents:
-        key = prompt_match.normalize(document.text)
-        seen = shown.get(key)
-        if seen is not None:
+        key = canonical(document.text)
+        seen = unique.get(key)
+        if seen is None:
+            unique[key] = {
+                "text": document.text,
+                "id": document.id,
+                "score": document.score,
+            }
+        else:
             seen["id"] = seen["id"] or document.id
             seen["score"] = document.score if seen["score"] is None else seen["score"]
-        elif prompt_match.in_prompt(document.text, prompt):
-            shown[key] = {"text": document.text, "id": document.id, "score": document.score}
-    return list(shown.values())
+    candidates = list(unique.values())
+    flags = prompt.shown([candidate["text"] for candidate in candidates])
+    return [candidate for candidate, shown in zip(candidates, flags, strict=True) if shown]
 
 
 def shape_of(trace: OpenTrace) -> TraceShape | None:

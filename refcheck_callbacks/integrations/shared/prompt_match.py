@@ -211,21 +211,8 @@ class Prompt:
         ]
 
 
-_last_read: tuple[str, Prompt] | None = None
-"""The prompt text last read by `in_prompt` or `any_in_prompt`, and its reading: a caller that
-passes the same text for each of its documents reads it once, not once per document."""
-
-
 def _read(prompt: Prompt | str) -> Prompt:
-    global _last_read
-    if isinstance(prompt, Prompt):
-        return prompt
-    last = _last_read
-    if last is not None and last[0] is prompt:
-        return last[1]
-    read = Prompt(prompt)
-    _last_read = (prompt, read)
-    return read
+    return prompt if isinstance(prompt, Prompt) else Prompt(prompt)
 
 
 def in_prompt(text: str, prompt: Prompt | str) -> bool:
