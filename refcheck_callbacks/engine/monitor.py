@@ -40,10 +40,11 @@ from refcheck_callbacks.engine.checking import Checking, invalid_input, unpaired
 from refcheck_callbacks.engine.counters import Counters
 from refcheck_callbacks.engine.delivery import Delivery, ResultHook
 from refcheck_callbacks.engine.feedback import FeedbackDesk, FeedbackLabels, RefusedFeedback
-from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, Redactor, StageTimeouts
+from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, StageTimeouts
 from refcheck_callbacks.engine.placement.components import Settings
 from refcheck_callbacks.engine.placement.in_thread import InThread
 from refcheck_callbacks.engine.placement.runner import runner_for
+from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.engine.sampling import Sampler
 from refcheck_callbacks.engine.submission import RawInput, capture, trace_context_of
 from refcheck_callbacks.engine.worker import BackgroundWorker

@@ -23,7 +23,8 @@ from refcheck_callbacks.contract.registry import (
     resolve,
 )
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, Redactor, StageTimeouts
+from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, StageTimeouts
+from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.errors import PlacementError
 from refcheck_callbacks.types import Placement
 

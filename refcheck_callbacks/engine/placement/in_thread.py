@@ -13,8 +13,9 @@ from typing import Protocol
 
 from refcheck_callbacks.contract.components import Checker, Extractor
 from refcheck_callbacks.contract.registry import Source
-from refcheck_callbacks.engine.pipeline import Pipeline, Redactor
+from refcheck_callbacks.engine.pipeline import Pipeline
 from refcheck_callbacks.engine.placement.components import Settings, built_checker, built_extractor
+from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.errors import PlacementWarning
 from refcheck_callbacks.types import CheckRequest, CheckResult, Placement
 

@@ -28,12 +28,12 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from refcheck_callbacks.engine.pipeline import Redactor, Withheld, redacted
 from refcheck_callbacks.engine.placement.components import Recipe
 from refcheck_callbacks.engine.placement.in_thread import InThread, in_thread, warn_in_thread
 from refcheck_callbacks.engine.placement.messages import Ready, Reply
 from refcheck_callbacks.engine.placement.spawned import Failure
 from refcheck_callbacks.engine.placement.supervisor import Supervisor
+from refcheck_callbacks.engine.redaction import Redactor, Withheld, redacted
 from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.types import CheckRequest, CheckResult, Outcome, Placement
 

@@ -20,7 +20,7 @@ import sys
 
 from refcheck_callbacks.contract.components import Checker, Extractor
 from refcheck_callbacks.contract.registry import Source
-from refcheck_callbacks.engine.pipeline import Redactor, checker_placement
+from refcheck_callbacks.engine.pipeline import checker_placement
 from refcheck_callbacks.engine.placement.child import exit_if_reimporting_main
 from refcheck_callbacks.engine.placement.components import (
     Recipe,
@@ -34,6 +34,7 @@ from refcheck_callbacks.engine.placement.in_thread import (
     in_thread,
     warn_in_thread,
 )
+from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.errors import PlacementError
 from refcheck_callbacks.support.extras import require_installed
 from refcheck_callbacks.types import Placement
