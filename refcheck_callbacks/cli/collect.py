@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.cli.component_names import describe
+from refcheck_callbacks.cli.exit_status import fail
 from refcheck_callbacks.contract.registry import CHECKERS
 
 if TYPE_CHECKING:
@@ -134,11 +135,6 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )  # fmt: skip
 
 
-def _fail(message: str) -> int:
-    print(f"refcheck collect: error: {message}", file=sys.stderr)
-    return 2
-
-
 def _options(args: argparse.Namespace) -> ReceiverOptions:
     from refcheck_callbacks.integrations.otlp.launch import ReceiverOptions
     from refcheck_callbacks.integrations.otlp.traces import TraceLimits
@@ -191,9 +187,9 @@ def run_collect(args: argparse.Namespace) -> int:
         options = _options(args)
         from refcheck_callbacks.integrations.otlp.launch import Receiver
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except ImportError as exc:
-        return _fail(f"{exc}; install the collect extra: pip install 'refcheck-callbacks[collect]'")
+        return fail(f"{exc}; install the collect extra: pip install 'refcheck-callbacks[collect]'")
     from refcheck_callbacks.engine.monitor import RefCheckMonitor
     from refcheck_callbacks.errors import RefCheckError
 
@@ -215,7 +211,7 @@ def run_collect(args: argparse.Namespace) -> int:
         )
         receiver = Receiver(monitor, options).start()
     except (RefCheckError, OSError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if options.token is None:
         print(
             f"refcheck collect: warning: no token, so anyone who reaches {options.host} can "
