@@ -70,15 +70,6 @@ _SAW_CHECK_DOCUMENTS = 20
 # -- prompts ---------------------------------------------------------------------------------
 
 
-def prompt_text(inputs: Any) -> prompt_match.Prompt:
-    """A generation's prompt read for matching: its messages' contents, or its prompts (empty
-    when it has no text to read)."""
-    if not isinstance(inputs, list):
-        return prompt_match.Prompt("")
-    parts = [m if isinstance(m, str) else (read.content_of(m) or "") for m in inputs]
-    return prompt_match.Prompt("\n".join(parts))
-
-
 def _tool_results(inputs: Any) -> list[ToolMessage]:
     """The tool results among a generation's prompt messages."""
     return [m for m in inputs if isinstance(m, ToolMessage)] if isinstance(inputs, list) else []
@@ -95,8 +86,7 @@ def shows_any(generation: Generation, documents: Sequence[Any]) -> bool:
     """Whether a generation's prompt shows one of `documents` (the first few tried)."""
     if not documents:
         return False
-    prompt = prompt_text(generation.inputs)
-    return prompt_match.any_in_prompt(_texts(documents[:_SAW_CHECK_DOCUMENTS]), prompt)
+    return prompt_match.any_in_prompt(_texts(documents[:_SAW_CHECK_DOCUMENTS]), generation.prompt)
 
 
 def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
@@ -264,17 +254,17 @@ def select_references(
     documents: Sequence[Any],
     extra: Sequence[Any],
     parked: Sequence[Any],
-    inputs: Any,
+    generation: Generation | None,
     chosen: Sequence[Any] | None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """The references of one answer (see the module docstring), and the fallback taken
-    (`FALLBACK_KEY`), if any."""
+    """The references of one answer, written by `generation` (see the module docstring), and
+    the fallback taken (`FALLBACK_KEY`), if any."""
     if chosen is not None:
         return _unique(chosen if isinstance(chosen, list | tuple) else [chosen]), None
-    tools = _tool_results(inputs)
+    tools = [] if generation is None else _tool_results(generation.inputs)
     artifacts = [d for m in tools for d in read.documents_in(m)]
-    prompt = prompt_text(inputs)
-    if prompt:
+    if generation is not None and generation.prompt:
+        prompt = generation.prompt
         # The prompt tells what the model saw: what it does not show was left out (a grader
         # rejected it), and never comes back through a fallback.
         candidates = [read.as_reference(d) for d in [*documents, *extra, *artifacts, *parked]]
@@ -334,7 +324,7 @@ class CapturedAnswer(Pairing):
             self.documents,
             self.extra_documents,
             parked,
-            None if generation is None else generation.inputs,
+            generation,
             self.chosen,
         )
         if not references:

@@ -15,6 +15,7 @@ from uuid import UUID
 from langchain_core.documents import Document
 
 from refcheck_callbacks.integrations.langchain import outputs as read
+from refcheck_callbacks.integrations.shared.prompt_match import Prompt
 from refcheck_callbacks.types import TraceContext
 
 # Scope flags of a run, inherited by its descendants (kept only for runs that have one).
@@ -34,7 +35,7 @@ MAX_GENERATIONS = 32
 class Generation:
     """One finished LLM or chat model call: what it wrote and what it was given."""
 
-    __slots__ = ("flags", "generation", "inputs", "response", "start", "text")
+    __slots__ = ("_prompt", "flags", "generation", "inputs", "response", "start", "text")
 
     def __init__(
         self, generation: Any, response: Any, start: Mapping[str, Any], inputs: Any, flags: int
@@ -47,6 +48,21 @@ class Generation:
         """Its prompt: the chat messages, or the prompt strings of a text model."""
         self.flags = flags
         self.text: str = generation.text
+        self._prompt: Prompt | None = None
+
+    @property
+    def prompt(self) -> Prompt:
+        """Its prompt read for matching (the messages' contents, or the prompt strings; empty
+        when it has no text), read once: pairing asks about it several times, in the worker
+        and never on the app's thread."""
+        if self._prompt is None:
+            parts = (
+                [m if isinstance(m, str) else (read.content_of(m) or "") for m in self.inputs]
+                if isinstance(self.inputs, list)
+                else []
+            )
+            self._prompt = Prompt("\n".join(parts))
+        return self._prompt
 
     @property
     def model(self) -> str | None:
