@@ -20,7 +20,10 @@ written without `RefCheckMonitor(feedback_file=...)`.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -84,14 +87,51 @@ def feedback_record(
 
 
 class FeedbackFile:
-    """Appends records to one file, a whole line at a time (one writer at a time)."""
+    """Appends records to one file, each whole or not at all (one writer at a time).
+
+    A full disk (ENOSPC), a file size limit (EFBIG) or an I/O error can stop a write part way.
+    A torn line would not parse, so `refcheck calibrate` would lose that verdict, and the next
+    record appended onto it too. So each record goes in one `write` on an append-only
+    descriptor, synced to disk; a write that fails or falls short is cut back to where the
+    record began; and a record always starts on a new line, whatever another writer (or a crash
+    of ours) left at the end of the file.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
 
     def append(self, record: dict[str, object]) -> None:
-        """OSError when the file cannot be written."""
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as file:
-            file.write(line)
+        """OSError when the record is not whole on disk; then the file holds none of it."""
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                _append_whole(fd, line)
+            finally:
+                os.close(fd)
+
+
+def _append_whole(fd: int, line: bytes) -> None:
+    start = os.fstat(fd).st_size
+    if start and os.pread(fd, 1, start - 1) != b"\n":
+        line = b"\n" + line  # the last line is torn: leave it on its own line
+    written = 0
+    try:
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(errno.ENOSPC, f"wrote {written} of {len(line)} bytes")
+        _sync(fd)
+    except OSError:
+        if written:
+            # O_APPEND: the record began `written` bytes before where the write left off.
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end - written)
+        raise
+
+
+def _sync(fd: int) -> None:
+    """The record's bytes on disk: some file systems (NFS, a thin volume) report a full disk
+    only here."""
+    getattr(os, "fdatasync", os.fsync)(fd)

@@ -253,7 +253,7 @@ class RefCheckMonitor:
         `refcheck.feedback.claims` count of agreement with the checker, and a line of
         `feedback_file`. Returns False, counted with a `FeedbackReason`, when the answer is
         not among the latest `feedback_memory` results with claims, the labels do not fit
-        it, or the file cannot be written.
+        it, or the file cannot be written (its record whole on disk, synced).
         """
         try:
             self._feedback.record(response_id, labels, self._delivery.feedback)

@@ -4,6 +4,11 @@ recorded returns False with a counted reason, never an exception."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +18,7 @@ from scripted_checkers import KeywordChecker
 from telemetry import Telemetry
 
 from refcheck_callbacks import CheckResult, RefCheckMonitor, Tally, TraceContext
+from refcheck_callbacks.bench.labelled_records import read_labelled_records
 from refcheck_callbacks.contract.components import Exporter
 from refcheck_callbacks.exporters import names
 
@@ -188,6 +194,60 @@ def test_no_file_keeps_no_text_and_a_file_that_cannot_be_written_refuses(
         assert monitor.stats.snapshot() == {"feedback_refused": {"write_failed": 1}}
     # Not written, not exported: only the first monitor's three claims were counted.
     assert sum(p.value for p in telemetry.points(names.FEEDBACK_CLAIMS).values()) == 3
+
+
+FULL_DISK_SCRIPT = Path(__file__).parents[1] / "helpers" / "full_disk_feedback.py"
+HELPERS = str(FULL_DISK_SCRIPT.parent)
+
+
+def _own_tmpfs_command(folder: Path) -> list[str]:
+    """A command prefix that runs the rest in a mount namespace of its own, with a 1 MiB tmpfs
+    on `folder` (no root needed where user namespaces are allowed); skips where it cannot."""
+    prefix = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c"]
+    mount = 'mount -t tmpfs -o size=1m tmpfs "$0" && exec "$@"'
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to mount a tmpfs of the test's own")
+    probe = subprocess.run([*prefix, mount, str(folder), "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs in a namespace here: {probe.stderr.decode()[-200:]}")
+    return [*prefix, mount, str(folder)]
+
+
+@pytest.mark.parametrize("mechanism", ["file-size-limit", "full-tmpfs"])
+def test_a_full_disk_leaves_no_torn_record_and_the_next_record_is_whole(
+    mechanism: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    command = [sys.executable, str(FULL_DISK_SCRIPT), mechanism, str(folder)]
+    if mechanism == "full-tmpfs":
+        command = [*_own_tmpfs_command(folder), *command]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HELPERS, *sys.path])}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+
+    # Refused on the full disk, counted, and nothing of it left; recorded once there is room.
+    assert seen["recorded"] == [True, False, True]
+    assert seen["unchanged_on_a_full_disk"]
+    assert seen["refused"] == {"feedback_refused": {"write_failed": 1}}
+    written = tmp_path / "feedback.jsonl"
+    written.write_text(seen["file"], encoding="utf-8")
+    records = calibrate_records(written)
+    assert [record["response_id"] for record in records] == ["first", "with-room-again"]
+
+
+def test_a_record_starts_on_a_new_line_after_a_torn_one(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    path = tmp_path / "feedback.jsonl"
+    path.write_bytes(b'{"response_id": "torn by a crash", "clai')
+    with _monitor(telemetry, feedback_file=path) as monitor:
+        _check(monitor, response_id="after")
+        assert monitor.feedback("after", True)
+    torn, whole = path.read_text(encoding="utf-8").splitlines()
+    assert torn.endswith('"clai') and json.loads(whole)["response_id"] == "after"
+    assert len(read_labelled_records(path).problems) == 1  # the torn line alone
 
 
 def test_feedback_memory_zero_turns_it_off(telemetry: Telemetry) -> None:
