@@ -24,7 +24,7 @@ import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import Distribution, EntryPoint, distributions
 from typing import Any
 
 from refcheck_callbacks.contract.components import (
@@ -94,7 +94,7 @@ def registered(role: Role) -> dict[str, EntryPoint]:
     """The names registered for `role`, ours first, each with its entry point (not loaded). A
     name registered twice keeps the first registration, and the other is logged."""
     found: dict[str, EntryPoint] = {}
-    points = sorted(entry_points(group=role.group), key=lambda p: _distribution(p) != DISTRIBUTION)
+    points = sorted(_entry_points(role.group), key=lambda p: _distribution(p) != DISTRIBUTION)
     for point in points:
         if point.name in found:
             logger.warning(
@@ -107,6 +107,46 @@ def registered(role: Role) -> dict[str, EntryPoint]:
             continue
         found[point.name] = point
     return found
+
+
+_UNREADABLE: set[str] = set()
+"""Distributions whose metadata could not be read, already warned about (once a process)."""
+
+
+def _entry_points(group: str) -> list[EntryPoint]:
+    """The group's entry points, read a distribution at a time. `importlib.metadata`'s
+    `entry_points()` reads them all at once, so one malformed line in any package's
+    `entry_points.txt` fails every group, ours too; here that package alone is skipped, with
+    one warning. The first distribution of a name on the path wins, as `entry_points()` has it."""
+    points: list[EntryPoint] = []
+    seen: set[str] = set()
+    for dist in distributions():
+        try:
+            name = _normalized_name(dist)
+            if name in seen:
+                continue
+            seen.add(name)
+            points += dist.entry_points.select(group=group)
+        except Exception as exc:
+            where = str(getattr(dist, "_path", None) or dist)
+            if where not in _UNREADABLE:
+                _UNREADABLE.add(where)
+                # Formatted here: the log's rate limit keys on the template, and each
+                # distribution is said once (`_UNREADABLE`).
+                logger.warning(
+                    f"refcheck: skipping the entry points of {where}, whose metadata cannot "
+                    f"be read: {exc!r}"
+                )
+    return points
+
+
+def _normalized_name(dist: Distribution) -> str:
+    """The name `entry_points()` tells distributions apart by: from the folder's name where
+    it can (reading every METADATA file instead takes ten times as long)."""
+    name = getattr(dist, "_normalized_name", None)
+    if isinstance(name, str):
+        return name
+    return re.sub(r"[-_.]+", "_", dist.metadata["Name"] or "").lower()
 
 
 def _distribution(point: EntryPoint) -> str | None:
@@ -171,10 +211,10 @@ def _build_registered(
         if not kinds:
             known += f" (nothing is registered: is {DISTRIBUTION} installed? pip install -e .)"
         raise ComponentSpecError(f"unknown {role.name} {name!r} in {spec!r}; known: {known}")
-    target = _loaded(point, spec)
+    target, whose = _loaded(point, spec), _whose(point)
     if not isinstance(target, Kind):
         _refuse_api_base(spec, api_base)
-        return _call(target, spec, *([argument] if argument else []), **options)
+        return _call(target, spec, *([argument] if argument else []), whose=whose, **options)
     if target.argument is None and argument:
         raise ComponentSpecError(f"{spec!r}: the {name!r} {role.name} takes no argument")
     if target.argument is not None and not argument:
@@ -190,7 +230,7 @@ def _build_registered(
     if api_base is not None:
         kwargs["api_base"] = api_base
     module, _, attribute = target.factory.partition(":")
-    return _call(_load(module, attribute, spec), spec, **kwargs)
+    return _call(_load(module, attribute, spec, whose), spec, whose=whose, **kwargs)
 
 
 def _refuse_api_base(spec: str, api_base: str | None) -> None:
@@ -201,45 +241,64 @@ def _refuse_api_base(spec: str, api_base: str | None) -> None:
 def _loaded(point: EntryPoint, spec: str) -> Any:
     try:
         return point.load()
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a plugin's import may even `sys.exit`
         raise ComponentSpecError(
             f"{spec!r}: the entry point {point.name} = {point.value} of "
             f"{_distribution(point) or 'an unknown package'} cannot be loaded: {exc!r}"
         ) from exc
 
 
-def _load(module: str, attribute: str, spec: str) -> Callable[..., Any]:
+def _whose(point: EntryPoint) -> str:
+    """Who registered it, for an error message; nothing for our own kinds."""
+    package = _distribution(point)
+    if package == DISTRIBUTION:
+        return ""
+    return f" (registered by {package or 'an unknown package'})"
+
+
+def _load(module: str, attribute: str, spec: str, whose: str = "") -> Callable[..., Any]:
     try:
         loaded = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name is not None and module.startswith(exc.name):
             raise ComponentSpecError(
-                f"{spec!r}: module {module!r} is not available in this installation"
+                f"{spec!r}{whose}: module {module!r} is not available in this installation"
             ) from exc
         raise ComponentSpecError(
-            f"{spec!r}: module {module!r} needs {exc.name!r}, which is not installed"
+            f"{spec!r}{whose}: module {module!r} needs {exc.name!r}, which is not installed"
         ) from exc
     except ImportError as exc:
-        raise ComponentSpecError(f"{spec!r}: {exc}") from exc
+        raise ComponentSpecError(f"{spec!r}{whose}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise ComponentSpecError(f"{spec!r}{whose}: importing {module!r} failed: {exc!r}") from exc
     try:
         factory = getattr(loaded, attribute)
     except AttributeError as exc:
-        raise ComponentSpecError(f"{spec!r}: {module!r} has no {attribute!r}") from exc
+        raise ComponentSpecError(f"{spec!r}{whose}: {module!r} has no {attribute!r}") from exc
     if not callable(factory):
-        raise ComponentSpecError(f"{spec!r}: {module}.{attribute} is not callable")
+        raise ComponentSpecError(f"{spec!r}{whose}: {module}.{attribute} is not callable")
     return factory
 
 
-def _call(factory: Callable[..., Any], spec: str, *args: Any, **kwargs: Any) -> Any:
-    """The built component; a constructor that fails (a model that cannot load) is a spec error."""
+def _call(
+    factory: Callable[..., Any], spec: str, *args: Any, whose: str = "", **kwargs: Any
+) -> Any:
+    """The built component; a constructor that fails (a model that cannot load, a plugin that
+    calls `sys.exit`) is a spec error. Ctrl-C is the user's, and goes through."""
     try:
         return factory(*args, **kwargs)
     except (MissingExtraError, ComponentSpecError):
         raise  # the message already says what to do
     except RefCheckError as exc:  # written for the user: no need of the class name
-        raise ComponentSpecError(f"{spec!r} could not be built: {exc}") from exc
-    except Exception as exc:
-        raise ComponentSpecError(f"{spec!r} could not be built: {exc!r}") from exc
+        raise ComponentSpecError(f"{spec!r}{whose} could not be built: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise ComponentSpecError(f"{spec!r}{whose} could not be built: {exc!r}") from exc
 
 
 def _checked(role: Role, built: Any, spec: str) -> Any:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.contract.registry import (
     CHECKERS,
     EXPORTERS,
@@ -56,6 +57,20 @@ class ClaimInReference:
 
 
 assert isinstance(ClaimInReference(), Checker)
+
+
+class ExitsWhenBuilt:
+    """A plugin that ends the process it is built in (a CLI habit in library code)."""
+
+    def __init__(self):
+        raise SystemExit("exits when built")
+'''
+
+EXITING_MODULE = '''
+"""A plugin module that ends the process that imports it."""
+import sys
+
+sys.exit("exits at import")
 '''
 
 EXPORTER_MODULE = '''
@@ -97,12 +112,14 @@ name = "{PLUGIN_PACKAGE}"
 version = "0.1.0"
 
 [tool.setuptools]
-py-modules = ["plugin_checker", "plugin_exporter"]
+py-modules = ["plugin_checker", "plugin_exporter", "plugin_exits"]
 
 [project.entry-points."refcheck_callbacks.checkers"]
 {PLUGIN} = "plugin_checker:ClaimInReference"
 embedded = "plugin_checker:ClaimInReference"
 broken = "plugin_missing:Nothing"
+exits-at-import = "plugin_exits:Anything"
+exits-when-built = "plugin_checker:ExitsWhenBuilt"
 
 [project.entry-points."refcheck_callbacks.exporters"]
 result-lines = "plugin_exporter:ResultLines"
@@ -138,6 +155,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (source / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT), encoding="utf-8")
     (source / "plugin_checker.py").write_text(CHECKER_MODULE, encoding="utf-8")
     (source / "plugin_exporter.py").write_text(EXPORTER_MODULE, encoding="utf-8")
+    (source / "plugin_exits.py").write_text(EXITING_MODULE, encoding="utf-8")
     site = root / "site"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
@@ -242,3 +260,89 @@ def test_an_unknown_name_lists_what_is_registered() -> None:
         build_checker("magic")
     known = str(raised.value).partition("known: ")[2].split(", ")
     assert {"cascade", "embedded", "llm", "nli", "remote", "py"} <= set(known)
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("name", ["exits-at-import", "exits-when-built"])
+def test_a_plugin_that_exits_fails_only_its_own_name_and_says_whose_it_is(name: str) -> None:
+    for _ in range(2):
+        with pytest.raises(ComponentSpecError, match=f"of {PLUGIN_PACKAGE}|by {PLUGIN_PACKAGE}"):
+            build_checker(name)
+    with pytest.raises(ComponentSpecError, match="SystemExit") as raised:
+        RefCheckMonitor(checker=name, placement="thread", exporters=[])
+    assert name in str(raised.value)
+    assert type(build_checker(PLUGIN)).__name__ == "ClaimInReference"
+
+
+EXITING_APP = """
+import json
+import time
+
+from refcheck_callbacks import RefCheckMonitor
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    with RefCheckMonitor(checker="exits-at-import", exporters=[]) as monitor:
+        results = [monitor.check(answer="The tower is in Paris.", references=["Paris."])]
+        results.append(monitor.check(answer="The tower is in Paris.", references=["Paris."]))
+        print(json.dumps({
+            "outcomes": [r.outcome.value for r in results],
+            "messages": [r.message for r in results],
+            "restarts": monitor.runner.restarts,
+            "seconds": time.monotonic() - started,
+        }))
+"""
+
+
+def test_in_the_checking_process_a_plugin_that_exits_fails_each_check_with_why(
+    plugin_site: Path, tmp_path: Path
+) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(EXITING_APP, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(app)],
+        capture_output=True, text=True, timeout=300, env=_env(plugin_site, tmp_path / "unused"),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    said = json.loads(run.stdout.strip().splitlines()[-1])
+    assert said["outcomes"] == ["error", "error"]
+    for message in said["messages"]:
+        assert "could not build its components" in message
+        assert f"of {PLUGIN_PACKAGE} cannot be loaded: SystemExit('exits at import')" in message
+    assert said["restarts"] == 0
+    assert run.stderr.count("Traceback") == 0
+
+
+MALFORMED = {
+    "a line without '='": b"[console_scripts]\nthis line names nothing\n",
+    "bytes that are not UTF-8": b"[console_scripts]\ntool = \xff\xfe:main\n",
+}
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("entry_points", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_distribution_with_malformed_metadata_is_skipped_with_one_warning(
+    entry_points: bytes,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`importlib.metadata.entry_points()` fails for every group when one distribution's
+    `entry_points.txt` cannot be parsed; only that distribution is skipped here."""
+    dist_info = tmp_path / "someone_elses-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: someone-elses\nVersion: 1.0\n"
+    )
+    (dist_info / "entry_points.txt").write_bytes(entry_points)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    assert {"embedded", "nli", PLUGIN} <= set(registered(CHECKERS))
+    assert type(build_checker(PLUGIN)).__name__ == "ClaimInReference"
+    assert "result-lines" in registered(EXPORTERS)
+    with RefCheckMonitor(checker=PLUGIN, placement="thread", exporters=[]) as monitor:
+        result = monitor.check(answer="The tower is in Paris.", references=["Paris."])
+    assert result.outcome.value == "checked"
+    warned = [r.getMessage() for r in caplog.records if "skipping" in r.getMessage()]
+    assert len(warned) == 1 and str(dist_info) in warned[0]

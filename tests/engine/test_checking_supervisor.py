@@ -9,22 +9,27 @@ from child_components import dies_while_building
 from refcheck_callbacks import Aggregator, CheckingProcessError, CheckRequest, StageTimeouts
 from refcheck_callbacks.engine.placement.components import Recipe, Settings
 from refcheck_callbacks.engine.placement.spawned import Failure
-from refcheck_callbacks.engine.placement.supervisor import Supervisor
+from refcheck_callbacks.engine.placement.supervisor import MAX_UNREADY, Supervisor
 
 
-def test_a_child_dying_young_is_restarted_with_growing_pauses_and_waiting_work_fails_in_time():
+def test_children_dying_before_ready_fail_waiting_work_at_once_and_stop_being_restarted() -> None:
     settings = Settings(Aggregator.STRICT, StageTimeouts(), None)
     recipe = Recipe.of("sentence", dies_while_building, settings)
-    supervisor = Supervisor(recipe, start_timeout=4.0)
+    supervisor = Supervisor(recipe, start_timeout=600.0)
+    answers: list[Failure] = []
     try:
-        started = time.monotonic()
-        answer = supervisor.submit([CheckRequest(answer="It is in Paris.")]).result(timeout=30)
-        waited = time.monotonic() - started
+        while not answers or "in a row" not in answers[-1].message:
+            answer = supervisor.submit([CheckRequest(answer="It is in Paris.")]).result(30)
+            assert isinstance(answer, Failure)
+            answers.append(answer)
+        time.sleep(1.0)  # a restart would have started by now (the pauses are 0.5 s, 1 s, ...)
+        later = supervisor.submit([CheckRequest(answer="It is in Paris.")]).result(1)
     finally:
         supervisor.close(timeout=5)
-    assert isinstance(answer, Failure)
-    assert answer.error_type == CheckingProcessError.__name__
-    assert "no checking process was ready within 4s" in answer.message
-    assert 3.5 < waited < 10
-    # Pauses of 0.5, 1 and 2 s between starts: a few restarts in 4 s, not one per spawn time.
-    assert 1 <= supervisor.restarts <= 4
+    # Each waiting batch failed when its child died, not after `start_timeout`.
+    assert {a.error_type for a in answers} == {CheckingProcessError.__name__}
+    assert all("exited with code 3 before it was ready" in a.message for a in answers)
+    assert f"({MAX_UNREADY} in a row)" in answers[-1].message
+    assert supervisor.restarts == MAX_UNREADY - 1
+    assert later == answers[-1]
+    assert supervisor.child is None

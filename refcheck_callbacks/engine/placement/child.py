@@ -101,9 +101,12 @@ async def _serve(connection: socket.socket, recipe: bytes) -> None:
 
 
 def _built(recipe: bytes) -> Pipeline | StartFailed:
+    """The pipeline, or why not. A component's import or constructor may raise anything, even
+    `SystemExit`; that is reported like any error, or the app would only see the process end
+    (SIGINT is ignored here, so no KeyboardInterrupt is the user's)."""
     try:
         loaded: Recipe = pickle.loads(recipe)
-    except Exception as exc:
+    except BaseException as exc:
         return StartFailed(
             error_type=type(exc).__name__,
             message=f"{exc} (the extractor and checker factories must be importable by a "
@@ -112,7 +115,7 @@ def _built(recipe: bytes) -> Pipeline | StartFailed:
         )
     try:
         return loaded.pipeline()
-    except Exception as exc:
+    except BaseException as exc:
         return StartFailed(error_type=type(exc).__name__, message=str(exc))
 
 

@@ -7,6 +7,9 @@ starts another when it ends. Every batch gets an answer, whatever happens:
 - the child crashes or is killed: the batches it held fail (`CheckingProcessError`, saying
   how it ended); batches not yet sent wait for the next child, which starts at once, or after
   a growing pause (up to `MAX_PAUSE`) while children keep dying young;
+- the child ends before it is ready: the batches waiting for it fail at once with how it
+  ended, and after `MAX_UNREADY` such children in a row no other is started (a start that
+  fails that way every time would fail for ever);
 - the child hangs: a batch not answered within `answer_timeout` of being sent (twice each
   stage's deadline, which is the most the pipeline takes on a batch, plus `ANSWER_MARGIN`)
   means it no longer works; it is killed and replaced;
@@ -64,6 +67,9 @@ YOUNG = 10.0
 """A child that ends sooner than this after starting died young: the next start waits."""
 FIRST_PAUSE = 0.5
 MAX_PAUSE = 30.0
+MAX_UNREADY = 3
+"""Children in a row that end before they are ready (a component that kills its process at
+import, a model load the OOM killer stops): then no other is started."""
 
 
 def _lost(why: str) -> Failure:
@@ -166,12 +172,21 @@ class Supervisor:
         await self._closed.wait()
 
     async def _keep_a_child(self) -> None:
-        young = 0
+        young = unready = 0
         while not self._closing and self._broken is None:
             started = time.monotonic()
-            ended, held = await self._run_one()
+            ended, held, was_ready = await self._run_one()
             if self._closing or self._broken is not None:
                 break
+            unready = 0 if was_ready else unready + 1
+            if not was_ready:
+                # Nothing will be sent before a child is ready: what waits fails now, with
+                # how this one ended, instead of waiting `start_timeout` for the next.
+                held += len(self._waiting)
+                if unready >= MAX_UNREADY:
+                    self._break(_lost(f"{ended} ({unready} in a row)"))
+                    break
+                self._resolve_all(self._waiting, _lost(ended))
             self.restarts += 1
             logger.warning(
                 "refcheck: %s; %d batch(es) it held failed; starting another", ended, held
@@ -182,8 +197,9 @@ class Supervisor:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._closed.wait(), pause)
 
-    async def _run_one(self) -> tuple[str, int]:
-        """One child from spawn to its end: how it ended, and how many batches failed."""
+    async def _run_one(self) -> tuple[str, int, bool]:
+        """One child from spawn to its end: how it ended, how many batches failed, and
+        whether it was ever ready."""
         try:
             child = SpawnedChild(self._context, self._recipe)
         except Exception as exc:
@@ -192,7 +208,7 @@ class Supervisor:
                 self._break(Failure(PlacementError.__name__, why), unstartable=True)
             else:
                 logger.exception("refcheck: the checking process could not be started")
-            return why, 0
+            return why, 0, False
         self.child = child
         try:
             await child.serve(self._on_message)
@@ -205,7 +221,9 @@ class Supervisor:
         held = list(child.calls.values())
         ended = f"the checking process {child.ended}"
         self._resolve_all(held, _lost(f"{ended} while it held this request"))
-        return ended, len(held)
+        if child.ready is None:
+            return f"{ended} before it was ready", len(held), False
+        return ended, len(held), True
 
     def _on_message(self, child: SpawnedChild, message: ToApp) -> None:
         if isinstance(message, Ready):
