@@ -128,6 +128,39 @@ def test_a_script_without_the_main_guard_falls_back_to_the_thread(tmp_path: Path
     assert 'if __name__ == "__main__":' in out.stderr and "Traceback" not in out.stderr
 
 
+STDIN_SCRIPT = f"""
+import time
+from refcheck_callbacks import PlacementError, RefCheckMonitor
+
+started = time.monotonic()
+with RefCheckMonitor(checker={SPEC!r}, exporters=[]) as monitor:
+    result = monitor.check(**{ANSWER!r})
+    print(result.placement.value, result.outcome.value, monitor.runner.placement.value)
+print(f"seconds {{time.monotonic() - started:.2f}}")
+try:
+    RefCheckMonitor(checker={SPEC!r}, exporters=[], placement="process")
+except PlacementError as exc:
+    print("PlacementError", exc)
+"""
+
+
+@pytest.mark.parametrize("run", [["-"], []], ids=["python -", "python < script"])
+def test_a_script_read_from_stdin_checks_in_the_thread_with_one_warning(run: list[str]) -> None:
+    """A heredoc, or an editor's "run selection": its main module, `<stdin>`, is no file a
+    child could run again (spawn would try, and fail at every start)."""
+    out = subprocess.run(
+        [sys.executable, *run], input=STDIN_SCRIPT, capture_output=True, text=True, timeout=120,
+        env=ENV,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    checked, _seconds, refused = out.stdout.splitlines()
+    assert checked == "thread checked thread"
+    assert out.stderr.count("PlacementWarning") == 1, out.stderr
+    assert "(<stdin>) is not a file a child process could run again" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert refused.startswith("PlacementError placement='process' cannot start its child here")
+
+
 def test_a_notebook_kernel_starts_a_child() -> None:
     from jupyter_client.manager import start_new_kernel
 

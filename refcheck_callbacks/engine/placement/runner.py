@@ -16,6 +16,8 @@ on the monitor's thread, and every result says `service`.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.process
+import os
 import sys
 
 from refcheck_callbacks.contract.components import Checker, Extractor
@@ -74,6 +76,10 @@ def runner_for(
     if where is Placement.PROCESS:
         from refcheck_callbacks.engine.placement.process import InChildProcess
 
+        unreadable = _unreadable_main()
+        if unreadable is not None:
+            raise PlacementError(f"placement='process' cannot start its child here: {unreadable}")
+
         return InChildProcess(Recipe.of(extractor, checker, settings), redact)
     return _on_service(extractor, checker, settings, redact)
 
@@ -124,4 +130,22 @@ def _cannot_spawn() -> str | None:
         return "a daemonic process (a multiprocessing pool's worker) cannot have children"
     if getattr(sys, "frozen", False):
         return "a frozen app starts its own executable as the child, not Python"
-    return None
+    return _unreadable_main()
+
+
+def _unreadable_main() -> str | None:
+    """Why the child could not run the app's main module again, as multiprocessing's spawn
+    does before anything else: a script read from stdin (`python -`, a heredoc, an editor's
+    "run selection") has a `__file__` of `<stdin>`, which is no file. The child would fail to
+    start, every time. A main module run by name (`python -m`), or with no file at all
+    (`python -c`, a REPL, a notebook), is not read again, and is fine."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        return None
+    path = getattr(main, "__file__", None)
+    if not isinstance(path, str):
+        return None
+    where = multiprocessing.process.ORIGINAL_DIR  # type: ignore[attr-defined]
+    if os.path.isfile(path if os.path.isabs(path) or where is None else os.path.join(where, path)):
+        return None
+    return f"the app's main module ({path}) is not a file a child process could run again"
