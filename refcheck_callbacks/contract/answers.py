@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class InputLimits:
-    """Bounds on what one request may hold; beyond them text is truncated (and noted)."""
+    """Bounds on what one request may hold; beyond them the field is cut, the cut is noted in
+    the request and counted (`Tally.TRUNCATED`, by field). A field is read no further than its
+    limit, so a huge one costs what its limit does."""
 
     max_answer_chars: int = 20_000
     max_reference_chars: int = 200_000
@@ -38,6 +40,17 @@ class InputLimits:
     max_references: int = 100
     max_claims: int = 64
     """Claims checked per request, given or extracted; the rest are left out, and noted."""
+    max_claim_chars: int = 2_000
+    """Each given claim's text (an extracted one is a part of the answer)."""
+    max_question_chars: int = 20_000
+    max_model_chars: int = 256
+    max_response_id_chars: int = 256
+    """A longer response id is left out rather than cut: a prefix of one id may be another's."""
+    max_metadata_chars: int = 16_384
+    """The request's metadata: characters of its keys and text values, each other value and
+    each item counting one. Items past it are left out."""
+    max_metadata_depth: int = 8
+    """Levels of nesting kept in the metadata; a container nested deeper is left out."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,9 @@ class Tally(str, Enum):
     FEEDBACK_REFUSED = "feedback_refused"
     """A person's verdict `monitor.feedback` could not record (it returned False), by
     `FeedbackReason`."""
+    TRUNCATED = "truncated"
+    """Answers checked with a field cut to its limit (`InputLimits`), by `TruncateReason`:
+    one count per answer and field, however much was cut (the result's notes say how much)."""
 
 
 class SkipReason(str, Enum):
@@ -141,6 +144,29 @@ class RejectReason(str, Enum):
     """The body did not arrive within `--connection-timeout`: the connection is closed."""
 
 
+class TruncateReason(str, Enum):
+    """Which field of an answer was cut to its limit (`Tally.TRUNCATED`, `InputLimits`)."""
+
+    ANSWER = "answer"
+    """`max_answer_chars`."""
+    QUESTION = "question"
+    """`max_question_chars`."""
+    REFERENCES = "references"
+    """More references than `max_references`: the first ones are kept."""
+    REFERENCE_TEXT = "reference_text"
+    """References' text past `max_reference_chars`, across them all."""
+    CLAIMS = "claims"
+    """More given claims than `max_claims`: the first ones are checked."""
+    CLAIM = "claim"
+    """A given claim's text past `max_claim_chars`."""
+    MODEL = "model"
+    """`max_model_chars`."""
+    RESPONSE_ID = "response_id"
+    """Longer than `max_response_id_chars`: left out, not cut (a prefix may be another id)."""
+    METADATA = "metadata"
+    """Past `max_metadata_chars`, or nested deeper than `max_metadata_depth`."""
+
+
 class FeedbackReason(str, Enum):
     """Why `monitor.feedback` recorded nothing (`Tally.FEEDBACK_REFUSED`)."""
 
@@ -154,7 +180,7 @@ class FeedbackReason(str, Enum):
     """The feedback file could not be written (see the log)."""
 
 
-Reason = SkipReason | DropReason | ErrorReason | FeedbackReason
+Reason = SkipReason | DropReason | ErrorReason | FeedbackReason | TruncateReason
 """A reason of the vocabulary above."""
 
 

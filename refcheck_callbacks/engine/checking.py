@@ -6,7 +6,8 @@ The worker hands every batch to `Checking` through its named interface (`worker.
   (`intake.paired`, which calls the integration's `Pairing`), built into a request
   (`intake.build_request`) and run where the monitor's placement runs its pipeline (`Runner`:
   the worker's thread, a child process); an answer with nothing to check against is counted
-  skipped `no_references`, input that cannot become a request is an `invalid_input` result;
+  skipped `no_references`, input that cannot become a request is an `invalid_input` result,
+  and each field cut to its limit is counted `truncated`;
 - `deliver`: the results go to the exporters and hooks (`Delivery`);
 - `lost`: answers given up (a shutdown's deadline, a crash) are counted dropped.
 
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from refcheck_callbacks.contract.answers import InputLimits
 from refcheck_callbacks.contract.reasons import DropReason, SkipReason, Tally
 from refcheck_callbacks.engine.delivery import Delivery
-from refcheck_callbacks.engine.intake import build_request, paired
+from refcheck_callbacks.engine.intake import Cuts, build_request, paired
 from refcheck_callbacks.engine.placement.in_thread import Runner
 from refcheck_callbacks.engine.submission import RawInput
 from refcheck_callbacks.support.logs import logger
@@ -75,7 +76,13 @@ class Checking:
         when an integration's `Pairing` found nothing its model saw (see `intake.paired`)."""
         try:
             decided = paired(raw)
-            return None if decided is None else build_request(decided, self.limits)
+            if decided is None:
+                return None
+            cuts = Cuts()
+            request = build_request(decided, self.limits, cuts)
+            for reason in sorted(cuts.fields):
+                self.delivery.record(Tally.TRUNCATED, reason)
+            return request
         except BaseException as exc:
             # Even SystemExit from a `references` callable or a pairing: it fails this request
             # alone.

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from refcheck_callbacks.contract.answers import InputLimits
+from refcheck_callbacks.contract.reasons import TruncateReason
 from refcheck_callbacks.engine.submission import RawInput
+from refcheck_callbacks.support.bounded_copy import bounded_copy
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -41,17 +43,21 @@ def paired(raw: RawInput) -> RawInput | None:
     )
 
 
-def as_text(value: Any, what: str, notes: list[str]) -> str:
-    """A clean str from str, bytes or anything printable; repairs are noted."""
+def as_text(value: Any, what: str, notes: list[str], limit: int | None = None) -> str:
+    """A clean str from str, bytes or anything printable; repairs are noted. With `limit`, at
+    most `limit + 1` characters, read no further (the caller tells a cut from the extra one)."""
     if isinstance(value, bytes | bytearray | memoryview):
-        raw = bytes(value)
+        # A UTF-8 character is at most 4 bytes: enough for `limit + 1` characters.
+        raw = bytes(value if limit is None else memoryview(value)[: 4 * (limit + 1)])
         text = raw.decode("utf-8", errors="replace")
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
             notes.append(f"{what}: invalid UTF-8 bytes were replaced with U+FFFD")
-        return text
+        return text if limit is None else text[: limit + 1]
     if not isinstance(value, str):
         notes.append(f"{what}: a {type(value).__name__} was converted to text")
         value = str(value)
+    if limit is not None:
+        value = value[: limit + 1]
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -60,8 +66,30 @@ def as_text(value: Any, what: str, notes: list[str]) -> str:
     return value
 
 
-def _optional_text(value: Any, what: str, notes: list[str]) -> str | None:
-    return None if value is None else as_text(value, what, notes)
+@dataclass
+class Cuts:
+    """The fields of one request cut to their limits: noted in the request, counted once each
+    (`Tally.TRUNCATED`)."""
+
+    notes: list[str] = field(default_factory=list)
+    fields: set[TruncateReason] = field(default_factory=set)
+
+    def cut(self, reason: TruncateReason, note: str) -> None:
+        self.notes.append(note)
+        self.fields.add(reason)
+
+    def text(self, value: Any, what: str, limit: int, setting: str, reason: TruncateReason) -> str:
+        """`value` as text (`as_text`), cut to `limit` characters."""
+        text = as_text(value, what, self.notes, limit)
+        if len(text) <= limit:
+            return text
+        self.cut(reason, f"{what}: cut to {limit:,} characters ({setting}={limit:,})")
+        return text[:limit]
+
+    def optional_text(
+        self, value: Any, what: str, limit: int, setting: str, reason: TruncateReason
+    ) -> str | None:
+        return None if value is None else self.text(value, what, limit, setting, reason)
 
 
 def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
@@ -87,7 +115,7 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
     return Reference(text=as_text(item, what, notes))
 
 
-def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Reference]:
+def _references(value: Any, limits: InputLimits, cuts: Cuts) -> list[Reference]:
     if callable(value):
         # Deferred by the caller, so that converting its objects runs here, in the worker,
         # and not on the caller's thread.
@@ -98,8 +126,12 @@ def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Refer
         value = [value]
     if not isinstance(value, Sequence):
         value = list(value)
+    notes = cuts.notes
     if len(value) > limits.max_references:
-        notes.append(f"references: only the first {limits.max_references} of {len(value)} kept")
+        cuts.cut(
+            TruncateReason.REFERENCES,
+            f"references: only the first {limits.max_references} of {len(value)} kept",
+        )
         value = value[: limits.max_references]
     references = []
     budget = limits.max_reference_chars
@@ -111,9 +143,10 @@ def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Refer
             notes.append(f"reference {index}: empty text was skipped")
             continue
         if len(reference.text) > budget:
-            notes.append(
+            cuts.cut(
+                TruncateReason.REFERENCE_TEXT,
                 f"reference {index}: truncated from {len(reference.text):,} to {budget:,} "
-                f"characters (max_reference_chars={limits.max_reference_chars:,})"
+                f"characters (max_reference_chars={limits.max_reference_chars:,})",
             )
             reference = reference.model_copy(update={"text": reference.text[:budget]})
         budget -= len(reference.text)
@@ -123,23 +156,29 @@ def _references(value: Any, limits: InputLimits, notes: list[str]) -> list[Refer
     return references
 
 
-def _claims(value: Any, answer: str, limits: InputLimits, notes: list[str]) -> list[Claim] | None:
+def _claims(value: Any, answer: str, limits: InputLimits, cuts: Cuts) -> list[Claim] | None:
     if value is None:
         return None
     if isinstance(value, str | Claim):
         value = [value]
     value = list(value)
     if len(value) > limits.max_claims:
-        notes.append(
+        cuts.cut(
+            TruncateReason.CLAIMS,
             f"claims: only the first {limits.max_claims:,} of {len(value):,} given claims were "
-            f"checked (max_claims={limits.max_claims:,})"
+            f"checked (max_claims={limits.max_claims:,})",
         )
     claims = []
+    limit = limits.max_claim_chars
     for index, item in enumerate(value[: limits.max_claims]):
+        what = f"claim {index}"
         if isinstance(item, Claim):
+            if len(item.text) > limit:
+                text = cuts.text(item.text, what, limit, "max_claim_chars", TruncateReason.CLAIM)
+                item = item.model_copy(update={"text": text})
             claims.append(item)
             continue
-        text = as_text(item, f"claim {index}", notes).strip()
+        text = cuts.text(item, what, limit, "max_claim_chars", TruncateReason.CLAIM).strip()
         if not text:
             continue
         offset = answer.find(text)
@@ -148,25 +187,62 @@ def _claims(value: Any, answer: str, limits: InputLimits, notes: list[str]) -> l
     return claims
 
 
-def build_request(raw: RawInput, limits: InputLimits) -> CheckRequest:
-    """A valid request from raw input; never raises on content, only notes repairs."""
-    notes: list[str] = []
-    answer = "" if raw.answer is None else as_text(raw.answer, "answer", notes)
+def _response_id(value: Any, limits: InputLimits, cuts: Cuts) -> str | None:
+    if value is None:
+        return None
+    limit = limits.max_response_id_chars
+    text = as_text(value, "response_id", cuts.notes, limit)
+    if len(text) <= limit:
+        return text
+    cuts.cut(
+        TruncateReason.RESPONSE_ID,
+        f"response_id: longer than {limit:,} characters (max_response_id_chars), left out",
+    )
+    return None
+
+
+def _metadata(value: Any, limits: InputLimits, cuts: Cuts) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {}
+    kept, whole = bounded_copy(value, limits.max_metadata_chars, limits.max_metadata_depth)
+    if not whole:
+        cuts.cut(
+            TruncateReason.METADATA,
+            f"metadata: cut to {limits.max_metadata_chars:,} characters and "
+            f"{limits.max_metadata_depth} levels (max_metadata_chars, max_metadata_depth)",
+        )
+    return dict(kept)
+
+
+def build_request(raw: RawInput, limits: InputLimits, cuts: Cuts | None = None) -> CheckRequest:
+    """A valid request from raw input; never raises on content, only notes repairs. The
+    fields cut to their limits are added to `cuts` (a fresh one when not given)."""
+    cuts = Cuts() if cuts is None else cuts
+    answer = "" if raw.answer is None else as_text(raw.answer, "answer", cuts.notes)
     if len(answer) > limits.max_answer_chars:
-        notes.append(
-            f"answer: truncated from {len(answer):,} to {limits.max_answer_chars:,} characters"
+        cuts.cut(
+            TruncateReason.ANSWER,
+            f"answer: truncated from {len(answer):,} to {limits.max_answer_chars:,} characters",
         )
         answer = answer[: limits.max_answer_chars]
-    metadata = dict(raw.metadata) if isinstance(raw.metadata, Mapping) else {}
+    question = cuts.optional_text(
+        raw.question,
+        "question",
+        limits.max_question_chars,
+        "max_question_chars",
+        TruncateReason.QUESTION,
+    )
     return CheckRequest(
         answer=answer,
-        references=_references(raw.references, limits, notes),
-        question=_optional_text(raw.question, "question", notes),
-        claims=_claims(raw.claims, answer, limits, notes),
+        references=_references(raw.references, limits, cuts),
+        question=question,
+        claims=_claims(raw.claims, answer, limits, cuts),
         trace_context=raw.trace_context,
-        metadata=metadata,
-        model=_optional_text(raw.model, "model", notes),
-        response_id=_optional_text(raw.response_id, "response_id", notes),
-        notes=notes,
+        metadata=_metadata(raw.metadata, limits, cuts),
+        model=cuts.optional_text(
+            raw.model, "model", limits.max_model_chars, "max_model_chars", TruncateReason.MODEL
+        ),
+        response_id=_response_id(raw.response_id, limits, cuts),
+        notes=cuts.notes,
         **({"submitted_at": raw.submitted_at} if raw.submitted_at else {}),
     )

@@ -81,6 +81,11 @@ class Instruments:
                 names.UNIT_FEEDBACK,
                 "People's verdicts monitor.feedback could not record, by reason.",
             ),
+            Tally.TRUNCATED: meter.create_counter(
+                names.TRUNCATED,
+                names.UNIT_REQUEST,
+                "Answers checked with a field cut to its limit (InputLimits), by field.",
+            ),
         }
         self.llm_tokens = meter.create_counter(
             names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."

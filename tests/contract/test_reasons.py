@@ -19,6 +19,7 @@ from refcheck_callbacks.contract.reasons import (
     RejectReason,
     SkipReason,
     Tally,
+    TruncateReason,
     reason_label,
 )
 from refcheck_callbacks.exporters import names
@@ -26,7 +27,7 @@ from refcheck_callbacks.exporters import names
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 SHIPPED = {
-    Tally: {"dropped", "skipped", "errors", "failed", "feedback_refused"},
+    Tally: {"dropped", "skipped", "errors", "failed", "feedback_refused", "truncated"},
     SkipReason: {
         "sampled_out", "no_references", "no_answer", "unpaired", "run_error", "run_cancelled",
         "answer_incomplete", "run_expired", "query_error", "stream_incomplete", "stream_error",
@@ -45,6 +46,10 @@ SHIPPED = {
         "timeout",
     },
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
+    TruncateReason: {
+        "answer", "question", "references", "reference_text", "claims", "claim", "model",
+        "response_id", "metadata",
+    },
 }  # fmt: skip
 """The values counted before the vocabulary became enums (as strings across the package)."""
 
