@@ -7,6 +7,7 @@ and answers each with one JSON line of running totals:
 
     {"answers": 40, "contradiction_share": 0.05}   submit 40 two-claim answers and wait for them
     {"skip": 3, "burst": 20, "hook_errors": 2}     make skips, drops and hook errors happen
+    {"overlong": 2}                                 2 answers whose question is over its limit
     {"cascade": 10}                                 10 answers through a two-stage cascade
     {"feedback": 10}                                a person finds the last 10 answers supported
                                                     (and gives feedback on an unknown answer)
@@ -172,6 +173,13 @@ def main(port: int, feedback_file: str) -> None:
                 answer=f"Fact number {index} is supported by the record.",
                 references=["The record."],
                 metadata={"fail_hook": True},
+                trace_context=None,
+            )
+        for index in range(command.get("overlong", 0)):
+            monitor.submit(
+                answer=f"Fact number {index} is supported by the record.",
+                references=["The record."],
+                question="Is it recorded? " * 2_000,  # past max_question_chars
                 trace_context=None,
             )
         for _ in range(command.get("skip", 0)):

@@ -239,7 +239,7 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
     assert 0.0 < baseline[JOB] < 0.06  # the 2% stream, not the burst
     assert "unknown" not in alert["annotations"]["description"]
 
-    totals = app.send(skip=3, burst=20, hook_errors=2, cascade=30, feedback=20)
+    totals = app.send(skip=3, burst=20, hook_errors=2, overlong=2, cascade=30, feedback=20)
     selector = f'{{job="{JOB}"}}'
     claims_by_verdict = f"sum by (refcheck_verdict) (refcheck_claims_total{selector})"
     expected_claims = {k: float(v) for k, v in totals["claims"].items()}
@@ -283,6 +283,9 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
     assert prometheus.by(
         "refcheck_reason", f"sum by (refcheck_reason) (refcheck_errors_total{selector})"
     ) == {"on_result": 2.0}
+    assert prometheus.by(
+        "refcheck_reason", f"sum by (refcheck_reason) (refcheck_truncated_total{selector})"
+    ) == {"question": 2.0}
     stages = prometheus.by(
         "refcheck_stage",
         f"sum by (refcheck_stage) (refcheck_stage_duration_seconds_count{selector})",
