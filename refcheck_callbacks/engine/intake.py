@@ -50,9 +50,11 @@ def as_text(value: Any, what: str, notes: list[str], limit: int | None = None) -
         # A UTF-8 character is at most 4 bytes: enough for `limit + 1` characters.
         raw = bytes(value if limit is None else memoryview(value)[: 4 * (limit + 1)])
         text = raw.decode("utf-8", errors="replace")
+        if limit is not None:
+            text = text[: limit + 1]  # before the check: the bytes may end in half a character
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
             notes.append(f"{what}: invalid UTF-8 bytes were replaced with U+FFFD")
-        return text if limit is None else text[: limit + 1]
+        return text
     if not isinstance(value, str):
         notes.append(f"{what}: a {type(value).__name__} was converted to text")
         value = str(value)
@@ -92,10 +94,11 @@ class Cuts:
         return None if value is None else self.text(value, what, limit, setting, reason)
 
 
-def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
+def _reference(item: Any, index: int, notes: list[str], limit: int) -> Reference | None:
+    """The reference, its text read no further than `limit + 1` characters."""
     what = f"reference {index}"
     if isinstance(item, Reference):
-        fixed = as_text(item.text, what, notes)
+        fixed = as_text(item.text, what, notes, limit)
         return item if fixed is item.text else item.model_copy(update={"text": fixed})
     if isinstance(item, Mapping):
         text = item.get("text", item.get("page_content"))
@@ -104,7 +107,7 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
             return None
         score = item.get("score")
         return Reference(
-            text=as_text(text, what, notes),
+            text=as_text(text, what, notes, limit),
             id=None if item.get("id") is None else str(item.get("id")),
             score=float(score) if isinstance(score, int | float) else None,
             metadata=dict(item.get("metadata") or {}),
@@ -112,7 +115,7 @@ def _reference(item: Any, index: int, notes: list[str]) -> Reference | None:
     if item is None:
         notes.append(f"{what}: None was skipped")
         return None
-    return Reference(text=as_text(item, what, notes))
+    return Reference(text=as_text(item, what, notes, limit))
 
 
 def _references(value: Any, limits: InputLimits, cuts: Cuts) -> list[Reference]:
@@ -136,7 +139,7 @@ def _references(value: Any, limits: InputLimits, cuts: Cuts) -> list[Reference]:
     references = []
     budget = limits.max_reference_chars
     for index, item in enumerate(value):
-        reference = _reference(item, index, notes)
+        reference = _reference(item, index, notes, budget)
         if reference is None:
             continue
         if not reference.text.strip():
@@ -145,8 +148,8 @@ def _references(value: Any, limits: InputLimits, cuts: Cuts) -> list[Reference]:
         if len(reference.text) > budget:
             cuts.cut(
                 TruncateReason.REFERENCE_TEXT,
-                f"reference {index}: truncated from {len(reference.text):,} to {budget:,} "
-                f"characters (max_reference_chars={limits.max_reference_chars:,})",
+                f"reference {index}: truncated to {budget:,} characters "
+                f"(max_reference_chars={limits.max_reference_chars:,} across the references)",
             )
             reference = reference.model_copy(update={"text": reference.text[:budget]})
         budget -= len(reference.text)
@@ -218,13 +221,11 @@ def build_request(raw: RawInput, limits: InputLimits, cuts: Cuts | None = None) 
     """A valid request from raw input; never raises on content, only notes repairs. The
     fields cut to their limits are added to `cuts` (a fresh one when not given)."""
     cuts = Cuts() if cuts is None else cuts
-    answer = "" if raw.answer is None else as_text(raw.answer, "answer", cuts.notes)
-    if len(answer) > limits.max_answer_chars:
-        cuts.cut(
-            TruncateReason.ANSWER,
-            f"answer: truncated from {len(answer):,} to {limits.max_answer_chars:,} characters",
+    answer = ""
+    if raw.answer is not None:
+        answer = cuts.text(
+            raw.answer, "answer", limits.max_answer_chars, "max_answer_chars", TruncateReason.ANSWER
         )
-        answer = answer[: limits.max_answer_chars]
     question = cuts.optional_text(
         raw.question,
         "question",
