@@ -73,6 +73,11 @@ import sys
 sys.exit("exits at import")
 '''
 
+INTERRUPTED_MODULE = '''
+"""A plugin module whose import the user interrupts (Ctrl-C)."""
+raise KeyboardInterrupt
+'''
+
 EXPORTER_MODULE = '''
 """An exporter of someone else's: one JSON line per result, into $PLUGIN_RESULTS."""
 
@@ -112,7 +117,7 @@ name = "{PLUGIN_PACKAGE}"
 version = "0.1.0"
 
 [tool.setuptools]
-py-modules = ["plugin_checker", "plugin_exporter", "plugin_exits"]
+py-modules = ["plugin_checker", "plugin_exporter", "plugin_exits", "plugin_interrupted"]
 
 [project.entry-points."refcheck_callbacks.checkers"]
 {PLUGIN} = "plugin_checker:ClaimInReference"
@@ -120,6 +125,7 @@ embedded = "plugin_checker:ClaimInReference"
 broken = "plugin_missing:Nothing"
 exits-at-import = "plugin_exits:Anything"
 exits-when-built = "plugin_checker:ExitsWhenBuilt"
+interrupted = "plugin_interrupted:Anything"
 
 [project.entry-points."refcheck_callbacks.exporters"]
 result-lines = "plugin_exporter:ResultLines"
@@ -156,6 +162,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (source / "plugin_checker.py").write_text(CHECKER_MODULE, encoding="utf-8")
     (source / "plugin_exporter.py").write_text(EXPORTER_MODULE, encoding="utf-8")
     (source / "plugin_exits.py").write_text(EXITING_MODULE, encoding="utf-8")
+    (source / "plugin_interrupted.py").write_text(INTERRUPTED_MODULE, encoding="utf-8")
     site = root / "site"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
@@ -272,6 +279,12 @@ def test_a_plugin_that_exits_fails_only_its_own_name_and_says_whose_it_is(name: 
         RefCheckMonitor(checker=name, placement="thread", exporters=[])
     assert name in str(raised.value)
     assert type(build_checker(PLUGIN)).__name__ == "ClaimInReference"
+
+
+@pytest.mark.usefixtures("on_path")
+def test_ctrl_c_while_a_plugin_imports_is_the_users_and_goes_through() -> None:
+    with pytest.raises(KeyboardInterrupt):
+        build_checker("interrupted")
 
 
 EXITING_APP = """
