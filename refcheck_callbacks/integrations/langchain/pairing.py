@@ -5,14 +5,22 @@ question is the user's input.**
 
 - Answer: what the app said with `override_pairing(answer=...)`; else the output of the run
   marked as the answer (`answer_node=` names a run or LangGraph node; the tag
-  `refcheck:answer` marks a runnable); else the root's output when it is text or a message,
-  the last AI message of a message list or of a graph's `messages` state, `output[output_key]`,
-  or the one value of a dict output that an LLM of the run generated. Where that leaves no
-  text, or with `answer_from="llm"`, the answering generation's text. A root in which no LLM
-  answered (LLM calls inside retrievers and tool-call requests do not count) has no answer.
-- The answering generation: the one that wrote the answer; else, among the run's LLM calls,
-  the last one whose prompt holds a retrieved document or a tool result (the one that saw the
-  context), else the last one. Where that means reading prompts, it is chosen in the worker.
+  `refcheck:answer` marks a runnable); else what the root returned, read by `answer`'s rule:
+  text, a message, the last AI message of a message list or a graph's `messages` state,
+  `output[output_key]`, the values of a dict an LLM of the run wrote, else a dict's or a
+  structured object's answer field (pydantic, JSON text, a tool call's arguments; its
+  citations point at references, `CITED_KEY`). The field taken is noted (`ANSWER_FIELD_KEY`).
+  Where the output holds no text, or with `answer_from="llm"`, the answering generation's
+  text. A structured output with no answer in it (a rating), or a run whose models only
+  called tools, has no answer (skipped `no_answer`); a root in which no LLM ran has none
+  either (its documents wait for a later answer, see `parked`).
+- The answering generation: the one that wrote the answer verbatim; else, among the run's
+  LLM calls, the last one whose prompt holds a retrieved document or a tool result (the one
+  that saw the context), else the last one; never a judge of the answer, told by its role:
+  a generation whose prompt shows the answer was given it (a hallucination or answer
+  grader), one that wrote a decision (JSON holding no answer: a grading, a route) or called
+  tools. Among several generated values of a dict, one another model was given (a rewritten
+  question) is not the answer. Where that means reading prompts, it is chosen in the worker.
 - Question: `override_pairing(question=...)`; else the root input (or its `question_key`
   value): text, the last human message of a message list or `messages` state (the turn being
   answered), or the one text value of a dict (else its "question", "input" or "query"). Never
@@ -21,25 +29,29 @@ question is the user's input.**
 - References: what the app said with `override_pairing(references=...)` or the output of a run
   tagged `refcheck:references`; else every candidate document (outermost retrievers first,
   then the root's own input, inner retrievers, chain outputs and graph state values such as
-  a graph node's documents or one `Document` it built, tool artifacts, and documents parked by
-  an earlier run, see `parked`) whose content is in the answering generation's prompt however
-  the app printed it (`prompt_match`), plus the content of tool results in that prompt that
-  hold none of them. What a readable prompt does not show was left out (a grader rejected
-  it): it never comes back through a fallback, and a prompt that shows nothing gives no
-  references (skipped `no_references`). Only where no prompt can be read (no generation, or
-  no text in its prompt) are the outermost retrievers' documents taken, else all documents
-  seen, and the request's metadata says so (`FALLBACK_KEY`). Documents parked by an earlier
-  run count only when the answering prompt shows one of them.
+  a graph node's documents or one `Document` it built, vector-store searches made during the
+  run (`vector_search`), tool artifacts, documents parked by an earlier run (see `parked`),
+  and earlier turns' documents of its conversation (`conversation`, `EARLIER_TURNS_KEY`))
+  whose content is in a prompt the answer was built from however the app printed it
+  (`prompt_match`): the answering generation's, and those of the generations whose output it
+  shows (`built_from`: a RAG chain inside an agent's tool), plus the content of tool results
+  there that hold none of them and that no generation wrote (`references`). What a readable
+  prompt does not show was left out (a grader rejected it): it never comes back through a
+  fallback, and a prompt that shows nothing gives no references (skipped `no_references`).
+  Only where no prompt can be read (no generation, or no text in its prompt) are the
+  outermost retrievers' documents taken, else all documents seen, and the request's metadata
+  says so (`FALLBACK_KEY`). Documents parked by an earlier run count only when the answering
+  prompt shows one of them.
 - A root whose output is documents (HyDE: an LLM writes the query, a retriever returns the
   documents) is a retrieval: not checked, its documents parked for the answer that follows.
 
 **Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
-handler takes what can be told from the run's shape (`answer_options`, `question_of`,
-`has_sources`) and submits a `CapturedAnswer`: references to the candidates, the generations
-that may have answered, and what the app chose. The monitor's worker calls its `pair` (the
-`Pairing` interface), which chooses the answering generation, looks for the documents in its
-prompt and takes parked documents it shows: the time that grows with the documents is spent
-there.
+handler takes what can be told from the run's shape and output (`answer_options`,
+`question_of`, `has_sources`) and submits a `CapturedAnswer`: references to the candidates,
+the generations that may have answered, and what the app chose. The monitor's worker calls
+its `pair` (the `Pairing` interface), which chooses the answering generation, looks for the
+documents in its prompts and takes parked documents it shows: the time that grows with the
+documents is spent there.
 """
 
 from __future__ import annotations

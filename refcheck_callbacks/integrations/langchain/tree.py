@@ -154,8 +154,9 @@ class RunTree(BaseCallbackHandler):
 
     def _finish(self, state: RootRun, output: Any, end_inputs: Any) -> None:
         """Submit the root's answer for pairing in the worker (`pairing.CapturedAnswer`), park
-        its documents when it has no answer, or count why it has neither. Reads no text: the
-        time must not grow with the documents."""
+        its documents when it has no answer, or count why it has neither. Reads no document
+        nor prompt: the time must not grow with the documents (the answer's own output is
+        read for its answer field, `answer`: bounded)."""
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
