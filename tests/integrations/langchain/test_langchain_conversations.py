@@ -23,6 +23,7 @@ from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.embeddings.langchain import SentenceEncoderEmbeddings
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
+from refcheck_callbacks.integrations.langchain.conversation import EarlierTurns
 from refcheck_callbacks.integrations.langchain.pairing import EARLIER_TURNS_KEY
 
 TURNS = [
@@ -111,3 +112,15 @@ def test_an_artifact_tool_agent_finds_earlier_turns_documents_by_content(
     requests = sorted(checked_requests(monitor, sink, count=3), key=lambda r: r.submitted_at)
     searched = [sourced_store.similarity_search(q, k=1) if q else [] for _, q, _ in TURNS]
     assert_turns(requests, searched)
+
+
+def test_a_conversation_keeps_its_latest_documents_and_the_latest_conversations() -> None:
+    turns = EarlierTurns(max_documents=3, max_conversations=2)
+    documents = [Document(page_content=f"Document number {i}.") for i in range(5)]
+    assert turns.turn("a", documents[:2]) == ()
+    assert turns.turn("a", documents[2:]) == tuple(documents[:2])
+    assert turns.turn("a", []) == tuple(documents[2:])  # the latest 3
+    turns.turn("b", documents[:1])
+    turns.turn("c", documents[:1])  # pushes out "a", the least recent
+    assert len(turns) == 2
+    assert turns.turn("a", []) == ()

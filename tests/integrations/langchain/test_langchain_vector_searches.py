@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, dynamic_prompt
-from langchain_chains import PROMPT, scripted
+from langchain_chains import CORPUS, PROMPT, format_docs, scripted
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from langchain_modes import MODES, run_in
 from results import checked_requests
 
@@ -109,3 +109,37 @@ def test_a_search_in_a_plain_function_during_the_run_gives_the_documents_shown(
     assert [(r.id, r.text) for r in request.references] == [(found[0].id, found[0].page_content)]
     if "score" in method:
         assert request.references[0].score is not None
+
+
+def test_a_vector_store_class_defined_after_the_handler_is_captured_too(
+    handler: RefCheckCallbackHandler, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    """A store module imported late (a community integration) overrides the search methods
+    itself: its class is wrapped as it is defined."""
+
+    class ShelfStore(VectorStore):
+        """Documents sharing a word with the query, no embeddings."""
+
+        def __init__(self, documents: list[Document]) -> None:
+            self.documents = documents
+
+        def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+            words = set(query.lower().split())
+            return [d for d in self.documents if words & set(d.page_content.lower().split())][:k]
+
+        @classmethod
+        def from_texts(
+            cls, texts: Any, embedding: Any, metadatas: Any = None, **kwargs: Any
+        ) -> Any:
+            return cls([Document(page_content=t) for t in texts])
+
+    store = ShelfStore(CORPUS)
+    chain = (
+        {"context": lambda q: format_docs(store.similarity_search(q, k=1)), "question": lambda q: q}
+        | PROMPT
+        | FakeListChatModel(responses=[ANSWER])
+        | StrOutputParser()
+    )
+    chain.invoke("How tall is the Eiffel Tower?", {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert [r.id for r in request.references] == ["eiffel"]
