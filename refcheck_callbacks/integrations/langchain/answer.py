@@ -187,7 +187,11 @@ def answers_in(
     if messages is not None:
         last = read.last_message_text(messages, "ai")
         where = field or ("messages" if isinstance(value, Mapping) else None)
-        return [] if last is None else [Found(last, generated.get(last.strip()), where)]
+        if last is not None and json_object(last) is None:
+            return [in_text(last, where, generated)]
+        if isinstance(value, Mapping) and (nested := _nested(value, field, generated)):
+            return nested  # an agent's structured response beside its messages
+        return [] if last is None else [in_text(last, where, generated)]
     if isinstance(value, BaseModel):
         found = structured(value, field)
         return [] if found is None else [found]
@@ -213,19 +217,30 @@ def _in_mapping(
             written.append(Found(text, generation, where(name)))
     if written:
         return written
-    for name, item in value.items():
-        if isinstance(item, BaseModel) or (isinstance(item, AIMessage) and item.tool_calls):
-            found = (
-                structured(item, where(name))
-                if isinstance(item, BaseModel)
-                else in_message(item, where(name), generated)
-            )
-            if found is not None and found is not NO_ANSWER:
-                return [found]
+    if nested := _nested(value, field, generated):
+        return nested
     key = answer_field(value, question)
     if key is not None:
         return [in_text(value[key], where(key), generated)]
     return [NO_ANSWER] if _only_decisions(value) else []
+
+
+def _nested(
+    value: Mapping[str, Any], field: str | None, generated: Mapping[str, Any]
+) -> list[Found]:
+    """A structured answer among a mapping's values (`{"answer": CitedAnswer(...)}`, an
+    agent's `structured_response`, a raw message carrying one in a tool call)."""
+    for name, item in value.items():
+        where = name if field is None else f"{field}.{name}"
+        if isinstance(item, BaseModel):
+            found = structured(item, where)
+        elif isinstance(item, AIMessage) and item.tool_calls:
+            found = in_message(item, where, generated)
+        else:
+            continue
+        if found is not None and found is not NO_ANSWER:
+            return [found]
+    return []
 
 
 def is_decision(text: str) -> bool:

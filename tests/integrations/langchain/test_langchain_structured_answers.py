@@ -10,6 +10,9 @@ import json
 from typing import Any, TypedDict
 
 import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
+from langchain.agents.structured_output import ToolStrategy
 from langchain_chains import CORPUS, scripted, tool_call
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
@@ -208,3 +211,32 @@ def test_a_structured_output_with_no_answer_in_it_is_counted(
     assert checked_requests(monitor, sink, count=0) == []
     assert monitor.stats.get(Tally.SKIPPED, "no_answer") == 1
     assert handler.parked_retrievals == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_create_agent_with_a_structured_response_checks_its_answer_field(
+    mode: str,
+    vector_retriever: BaseRetriever,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """LangChain v1's `create_agent(response_format=ToolStrategy(CitedAnswer))`: the answer is
+    the state's structured response, beside a history whose last AI message is its tool call."""
+
+    @dynamic_prompt
+    def sources(request: ModelRequest) -> str:
+        found = vector_retriever.invoke(request.state["messages"][-1].text)
+        return f"Answer from these sources only.{format_docs_with_id(found)}"
+
+    model = scripted(tool_call("CitedAnswer", "call-1", answer=ANSWER, citations=[0]))
+    agent = create_agent(
+        model, tools=[], middleware=[sources], response_format=ToolStrategy(CitedAnswer)
+    )
+    run_in(mode, agent, {"messages": [("user", QUESTION)]}, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert (request.question, request.answer) == (QUESTION, ANSWER)
+    assert request.metadata[ANSWER_FIELD_KEY] == "structured_response.answer"
+    retrieved = vector_retriever.invoke(QUESTION)
+    assert [r.id for r in request.references] == [d.id for d in retrieved]
+    assert cited(request) == [retrieved[0].id]
