@@ -304,8 +304,8 @@ class RefCheckCallbackHandler(RunTree, vector_search.SearchListener):
             state = self._runs.get(run_id.int)
             if state is not None and isinstance(found, list) and found:
                 searches = state.searches
-                if len(searches) < MAX_SEARCHES and not (searches and searches[-1] is found):
-                    searches.append(found)  # an async search may return its sync one's list
+                if len(searches) < MAX_SEARCHES:
+                    searches.append(found)
         except Exception:
             self._failed("searched")
 
