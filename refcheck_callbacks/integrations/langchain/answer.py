@@ -136,7 +136,7 @@ def json_object(text: str) -> Any:
         return None
     try:
         parsed = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses
         return None
     return parsed if isinstance(parsed, dict) else None
 

@@ -16,6 +16,7 @@ from langchain.agents.structured_output import ToolStrategy
 from langchain_chains import CORPUS, scripted, tool_call
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
@@ -240,3 +241,25 @@ def test_create_agent_with_a_structured_response_checks_its_answer_field(
     retrieved = vector_retriever.invoke(QUESTION)
     assert [r.id for r in request.references] == [d.id for d in retrieved]
     assert cited(request) == [retrieved[0].id]
+
+
+def test_json_nested_too_deep_to_read_is_checked_as_the_text_it_is(
+    vector_retriever: BaseRetriever,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """Untrusted text: JSON nested deeper than Python's parser recurses is no structured
+    answer, and reading it raises nothing (no callback error is counted)."""
+    deep = '{"answer": "It is 330 metres tall.", "trail": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    chain = (
+        {"context": vector_retriever | format_docs_with_id, "question": RunnablePassthrough()}
+        | PROMPT
+        | scripted(AIMessage(deep))
+        | StrOutputParser()
+    )
+    chain.invoke(QUESTION, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert request.answer == deep
+    assert ANSWER_FIELD_KEY not in request.metadata
+    assert monitor.stats.get(Tally.ERRORS) == 0
