@@ -4,19 +4,21 @@ The rule, by shape, not by names:
 
 - text is the answer; JSON text holding an object (a model in JSON mode, returned as it wrote
   it) is a structured answer (below);
-- a message: its text; one whose text is empty and that carries a tool call is a structured
-  answer in the call's arguments (`with_structured_output` over tool calling);
+- a message: its text; one with no text that calls tools asked for them, and holds no answer
+  (a structured answer in a tool call reaches the app through a parser, as an object);
 - a message list, or a graph's `messages` state: its last AI message that asks for no tool;
-- a pydantic object or a mapping that is a structured answer (`CitedAnswer`, `{"answer": ...,
-  "citations": [...]}`): its *answer field*: the one field holding prose (more than one
-  word); with several, the first under a conventional key (`ANSWER_KEYS`), else the longest.
-  Its *citations* are the first list field of source ids (integers, or texts, or objects
-  holding one: `Citation(source_id=0, quote=...)`). A structured object with no prose (a
-  grading `{"binary_score": "yes"}`, a route, a rating) holds no answer;
+- an app's pydantic object or a mapping that is a structured answer (`CitedAnswer`,
+  `{"answer": ..., "citations": [...]}`): its *answer field*: the one field holding prose (more
+  than one word); with several, the first under a conventional key (`ANSWER_KEYS`), else the
+  longest. Its *citations* are the first list field of source ids (integers, or texts, or
+  objects holding one: `Citation(source_id=0, quote=...)`). A structured object with no prose
+  (a grading `{"binary_score": "yes"}`, a route, a rating) holds no answer. LangChain's own
+  pydantic objects (a `Document`, a message) are never structured answers;
 - any other mapping (a graph's final state, a chain's output dict): the values an LLM of the
   run wrote verbatim (`Found.generation` says which; the pairing picks among several), else a
-  structured answer among its values (`{"answer": CitedAnswer(...)}`), else its answer field
-  as above, the user's own question left out.
+  structured answer among its values (`{"answer": CitedAnswer(...)}`, an agent's
+  `structured_response` where its last AI message gives no text), else its answer field as
+  above, the user's own question left out.
 
 `Found.field` names the field taken ("generation", "answer.answer"), so a result says where
 its answer came from. Everything here is read on the app's thread when the root ends: it
@@ -31,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.load.serializable import Serializable
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
@@ -62,9 +65,15 @@ NO_ANSWER = Found("")
 """The output is a structured object with no answer in it: the user got no text."""
 
 
+def app_model(value: Any) -> bool:
+    """Whether `value` is a pydantic object of the app's (`CitedAnswer`), not one of
+    LangChain's own (a `Document`, a message: pydantic too)."""
+    return isinstance(value, BaseModel) and not isinstance(value, Serializable)
+
+
 def fields_of(value: Any) -> Mapping[str, Any] | None:
-    """The fields of a structured object: a pydantic model's, a mapping's; else None."""
-    if isinstance(value, BaseModel):
+    """The fields of a structured object: an app's pydantic model's, a mapping's; else None."""
+    if app_model(value):
         return {name: getattr(value, name, None) for name in type(value).model_fields}
     if isinstance(value, Mapping):
         return value
@@ -160,11 +169,11 @@ def in_text(text: str, field: str | None, generated: Mapping[str, Any]) -> Found
 
 
 def in_message(message: BaseMessage, field: str, generated: Mapping[str, Any]) -> Found:
+    """A message's text; one with no text that calls tools asked for them: no answer (a
+    structured answer in a tool call reaches the app through a parser, as an object)."""
     text = read.message_text(message.content)
-    if not text.strip() and (args := tool_call_arguments(message)) is not None:
-        found = structured(args, field)
-        if found is not None:
-            return found
+    if not text.strip() and getattr(message, "tool_calls", None):
+        return NO_ANSWER
     return in_text(text, field, generated)
 
 
@@ -189,10 +198,10 @@ def answers_in(
         where = field or ("messages" if isinstance(value, Mapping) else None)
         if last is not None and json_object(last) is None:
             return [in_text(last, where, generated)]
-        if isinstance(value, Mapping) and (nested := _nested(value, field, generated)):
+        if isinstance(value, Mapping) and (nested := _nested(value, field)):
             return nested  # an agent's structured response beside its messages
         return [] if last is None else [in_text(last, where, generated)]
-    if isinstance(value, BaseModel):
+    if app_model(value):
         found = structured(value, field)
         return [] if found is None else [found]
     if not isinstance(value, Mapping):
@@ -217,7 +226,7 @@ def _in_mapping(
             written.append(Found(text, generation, where(name)))
     if written:
         return written
-    if nested := _nested(value, field, generated):
+    if nested := _nested(value, field):
         return nested
     key = answer_field(value, question)
     if key is not None:
@@ -225,21 +234,14 @@ def _in_mapping(
     return [NO_ANSWER] if _only_decisions(value) else []
 
 
-def _nested(
-    value: Mapping[str, Any], field: str | None, generated: Mapping[str, Any]
-) -> list[Found]:
+def _nested(value: Mapping[str, Any], field: str | None) -> list[Found]:
     """A structured answer among a mapping's values (`{"answer": CitedAnswer(...)}`, an
-    agent's `structured_response`, a raw message carrying one in a tool call)."""
+    agent's `structured_response`, `include_raw=True`'s `parsed`)."""
     for name, item in value.items():
-        where = name if field is None else f"{field}.{name}"
-        if isinstance(item, BaseModel):
-            found = structured(item, where)
-        elif isinstance(item, AIMessage) and item.tool_calls:
-            found = in_message(item, where, generated)
-        else:
-            continue
-        if found is not None and found is not NO_ANSWER:
-            return [found]
+        if app_model(item):
+            found = structured(item, name if field is None else f"{field}.{name}")
+            if found is not None and found is not NO_ANSWER:
+                return [found]
     return []
 
 

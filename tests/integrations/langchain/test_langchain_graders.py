@@ -165,3 +165,33 @@ def test_adaptive_rag_checks_the_generation_it_returns_not_a_graders_verdict(
     assert request.answer == SECOND.removeprefix("Answer: ")
     assert request.metadata["refcheck.answer_field"] == "generation"
     assert [r.id for r in request.references] == ["eiffel"]  # the grader rejected Everest
+
+
+class WebState(TypedDict, total=False):
+    question: str
+    documents: Document
+    generation: str
+
+
+def test_a_document_in_the_final_state_is_never_taken_for_the_answer(
+    handler: RefCheckCallbackHandler, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    """Adaptive RAG's web-search node keeps one `Document` in the state (a pydantic object with
+    prose in it); the answer field is the tidied generation beside it."""
+    found = Document(page_content="The Eiffel Tower, finished in 1889, is 330 metres tall.")
+    rag_prompt = ChatPromptTemplate.from_messages([("human", "{context}\n\n{question}")])
+    rag_chain = rag_prompt | scripted(SECOND) | StrOutputParser()
+
+    def web_search(state: WebState) -> WebState:
+        return {"documents": found}
+
+    def generate(state: WebState) -> WebState:
+        text = rag_chain.invoke({"context": state["documents"], "question": state["question"]})
+        return {"generation": text.removeprefix("Answer: ")}
+
+    graph = StateGraph(WebState).add_sequence([web_search, generate])
+    graph.add_edge(START, "web_search")
+    graph.compile().invoke({"question": QUESTION}, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    assert request.answer == SECOND.removeprefix("Answer: ")
+    assert [r.text for r in request.references] == [found.page_content]

@@ -263,3 +263,21 @@ def test_json_nested_too_deep_to_read_is_checked_as_the_text_it_is(
     assert request.answer == deep
     assert ANSWER_FIELD_KEY not in request.metadata
     assert monitor.stats.get(Tally.ERRORS) == 0
+
+
+def test_a_chain_that_returns_a_tool_call_request_has_no_answer(
+    vector_retriever: BaseRetriever,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """A model bound to tools, no parser: the run returns the model's request for a tool, which
+    the app executes; nobody got an answer yet."""
+    chain = (
+        {"context": vector_retriever | format_docs_with_id, "question": RunnablePassthrough()}
+        | PROMPT
+        | scripted(tool_call("lookup", "call-1", query="Eiffel Tower height in metres"))
+    )
+    assert chain.invoke(QUESTION, {"callbacks": [handler]}).tool_calls
+    assert checked_requests(monitor, sink, count=0) == []
+    assert monitor.stats.get(Tally.SKIPPED, "no_answer") == 1
