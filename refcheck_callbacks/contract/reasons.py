@@ -45,7 +45,8 @@ class SkipReason(str, Enum):
     NO_REFERENCES = "no_references"
     """The answering model saw nothing to check the answer against."""
     NO_ANSWER = "no_answer"
-    """A query ended without an answer (LlamaIndex)."""
+    """A query ended without an answer (LlamaIndex), or a run returned a structured output with
+    no answer in it, or its models only called tools (LangChain)."""
     UNPAIRED = "unpaired"
     """Documents retrieved without an answer that no later answer in the request took
     (LangChain's hand-written steps)."""

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForLLMRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.output_parsers import StrOutputParser
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser, StrOutputParser
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnablePassthrough
@@ -79,6 +83,46 @@ class ToolCallingFakeChatModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFakeChatModel:
         return self
+
+    def with_structured_output(  # type: ignore[override]
+        self, schema: Any, *, method: str = "function_calling", **kwargs: Any
+    ) -> Runnable[Any, Any]:
+        """`method="json_mode"` as langchain-openai builds it (the model writes JSON text, a
+        parser reads it); otherwise langchain_core's tool-calling structured output."""
+        if method != "json_mode":
+            return super().with_structured_output(schema, **kwargs)
+        parser = (
+            PydanticOutputParser(pydantic_object=schema)
+            if isinstance(schema, type)
+            else JsonOutputParser()
+        )
+        return self.bind(response_format={"type": "json_object"}) | parser
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The scripted message word by word, then its tool calls in one chunk, as providers
+        stream them (the base class streams no tool calls)."""
+        message = self._generate(messages, stop=stop, **kwargs).generations[0].message
+        assert isinstance(message, AIMessage)
+        text = message.content if isinstance(message.content, str) else ""
+        for token in re.split(r"(\s)", text) if text else ():
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=token, id=message.id))
+            if run_manager:
+                run_manager.on_llm_new_token(token, chunk=chunk)
+            yield chunk
+        if message.tool_calls:
+            calls = [
+                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+                for i, c in enumerate(message.tool_calls)
+            ]
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", id=message.id, tool_call_chunks=calls)
+            )
 
 
 def scripted(*messages: AIMessage | str) -> ToolCallingFakeChatModel:

@@ -28,12 +28,14 @@ from langchain_core.messages import BaseMessage  # noqa: E402
 
 from refcheck_callbacks.contract.answers import AnswerSink  # noqa: E402
 from refcheck_callbacks.integrations.langchain import outputs as read  # noqa: E402
-from refcheck_callbacks.integrations.langchain import pairing  # noqa: E402
+from refcheck_callbacks.integrations.langchain import pairing, vector_search  # noqa: E402
+from refcheck_callbacks.integrations.langchain.conversation import EarlierTurns  # noqa: E402
 from refcheck_callbacks.integrations.langchain.override import EVENT as OVERRIDE_EVENT  # noqa: E402
 from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments  # noqa: E402
 from refcheck_callbacks.integrations.langchain.run import (  # noqa: E402
     ANSWER_TAG,
     IN_RETRIEVER,
+    MAX_SEARCHES,
     REFERENCES_TAG,
     Generation,
     RootRun,
@@ -42,7 +44,7 @@ from refcheck_callbacks.integrations.langchain.tree import RunTree  # noqa: E402
 from refcheck_callbacks.integrations.shared.run_state import RunStates  # noqa: E402
 
 
-class RefCheckCallbackHandler(RunTree):
+class RefCheckCallbackHandler(RunTree, vector_search.SearchListener):
     """Captures question, answer and references of each root run and submits them for checking.
 
     Args:
@@ -92,7 +94,9 @@ class RefCheckCallbackHandler(RunTree):
             ttl=run_ttl, max_runs=max_runs, on_evict=self._evicted
         )
         self._parked = ParkedDocuments(self._unpaired, ttl=park_ttl, max_keys=max_runs)
+        self._earlier_turns = EarlierTurns(self._max_references, max_conversations=max_runs)
         self._roots_with_parent = set()
+        vector_search.install()
 
     # LangChain reads an `ignore_*` flag before every event it dispatches to a handler; the
     # base class answers through properties, plain class attributes answer faster. Tool
@@ -293,6 +297,18 @@ class RefCheckCallbackHandler(RunTree):
     ) -> None:
         self._ended_with_error(error, run_id, parent_run_id)
 
+    def searched(self, run_id: UUID, found: Any) -> None:
+        """A vector-store search returned `found` during the run `run_id` (`vector_search`):
+        kept, unread, as a candidate of its root."""
+        try:
+            state = self._runs.get(run_id.int)
+            if state is not None and isinstance(found, list) and found:
+                searches = state.searches
+                if len(searches) < MAX_SEARCHES:
+                    searches.append(found)
+        except Exception:
+            self._failed("searched")
+
     # -- LLMs and chat models -------------------------------------------------------------
 
     def on_llm_start(
@@ -335,8 +351,11 @@ class RefCheckCallbackHandler(RunTree):
             if flags:
                 state.flags.pop(run_id.int, None)
             generation = read.first_generation(response)
-            if generation is not None and not read.requests_tools(generation):
-                state.add_generation(Generation(generation, response, start, prompt, flags))
+            if generation is not None:
+                asks_tools = read.requests_tools(generation)
+                state.add_generation(
+                    Generation(generation, response, start, prompt, flags, asks_tools)
+                )
             if state.run_id == run_id:
                 self._free(state.key)
                 self._finish(state, None, None)

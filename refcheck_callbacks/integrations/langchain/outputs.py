@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from refcheck_callbacks.contract.reasons import SkipReason
 from refcheck_callbacks.integrations.shared.user_input import text_field
@@ -21,8 +21,20 @@ CANCELLED = ("GeneratorExit", "CancelledError")
 """Errors a run ends with when its consumer stopped iterating or its task was cancelled."""
 
 
+def document_of(found: Any) -> Any:
+    """A search result's document: the item itself, or the first of a (document, score) pair
+    (`similarity_search_with_score`)."""
+    if type(found) is tuple and len(found) == 2 and isinstance(found[0], Document):
+        return found[0]
+    return found
+
+
 def as_reference(document: Any) -> dict[str, Any]:
-    """A reference as `intake` reads it; the worker turns it into a `Reference`."""
+    """A reference as `intake` reads it (a document, or a (document, score) pair); the worker
+    turns it into a `Reference`."""
+    score = None
+    if type(document) is tuple and len(document) == 2 and isinstance(document[0], Document):
+        document, score = document
     metadata = getattr(document, "metadata", None)
     metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
     doc_id = getattr(document, "id", None)
@@ -31,7 +43,7 @@ def as_reference(document: Any) -> dict[str, Any]:
     return {
         "text": getattr(document, "page_content", document),
         "id": None if doc_id is None else str(doc_id),
-        "score": _first(metadata, SCORE_KEYS, (int, float)),
+        "score": _first(metadata, SCORE_KEYS, (int, float)) if score is None else score,
         "metadata": metadata,
     }
 
@@ -226,34 +238,6 @@ def question_in(value: Any) -> str | None:
     if messages is not None:
         return last_message_text(messages, "human")
     return text_field(value) if isinstance(value, Mapping) else None
-
-
-def answers_in(value: Any, key: str | None, generated: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The answer candidates in a run's output, each with the generation it came from.
-
-    A string or an AI message is the answer; a message list (or LangGraph's `messages` state)
-    gives its last AI message that is not a tool call; `value[key]` when `key` is given;
-    otherwise the values of a dict that an LLM of the run generated (`generated` maps a
-    generation's stripped text to it). The generation is None when no LLM wrote that text.
-    """
-    if key is not None:
-        value = value_at(value, key)
-    if isinstance(value, str | BaseMessage):
-        text = value if isinstance(value, str) else message_text(value.content)
-        return [(text, generated.get(text.strip()))]
-    messages = messages_in(value)
-    if messages is not None:
-        last = last_message_text(messages, "ai")
-        return [] if last is None else [(last, generated.get(last.strip()))]
-    found = []
-    if key is None and isinstance(value, Mapping):
-        for item in value.values():
-            written = item if isinstance(item, str) else None
-            if isinstance(item, AIMessage):
-                written = message_text(item.content)
-            if written is not None and written.strip() in generated:
-                found.append((written, generated[written.strip()]))
-    return found
 
 
 def message_text(content: Any) -> str:

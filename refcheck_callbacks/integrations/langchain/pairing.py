@@ -5,14 +5,22 @@ question is the user's input.**
 
 - Answer: what the app said with `override_pairing(answer=...)`; else the output of the run
   marked as the answer (`answer_node=` names a run or LangGraph node; the tag
-  `refcheck:answer` marks a runnable); else the root's output when it is text or a message,
-  the last AI message of a message list or of a graph's `messages` state, `output[output_key]`,
-  or the one value of a dict output that an LLM of the run generated. Where that leaves no
-  text, or with `answer_from="llm"`, the answering generation's text. A root in which no LLM
-  answered (LLM calls inside retrievers and tool-call requests do not count) has no answer.
-- The answering generation: the one that wrote the answer; else, among the run's LLM calls,
-  the last one whose prompt holds a retrieved document or a tool result (the one that saw the
-  context), else the last one. Where that means reading prompts, it is chosen in the worker.
+  `refcheck:answer` marks a runnable); else what the root returned, read by `answer`'s rule:
+  text, a message, the last AI message of a message list or a graph's `messages` state,
+  `output[output_key]`, the values of a dict an LLM of the run wrote, else a dict's or a
+  structured object's answer field (pydantic, JSON text, a tool call's arguments; its
+  citations point at references, `CITED_KEY`). The field taken is noted (`ANSWER_FIELD_KEY`).
+  Where the output holds no text, or with `answer_from="llm"`, the answering generation's
+  text. A structured output with no answer in it (a rating), or a run whose models only
+  called tools, has no answer (skipped `no_answer`); a root in which no LLM ran has none
+  either (its documents wait for a later answer, see `parked`).
+- The answering generation: the one that wrote the answer verbatim; else, among the run's
+  LLM calls, the last one whose prompt holds a retrieved document or a tool result (the one
+  that saw the context), else the last one; never a judge of the answer, told by its role:
+  a generation whose prompt shows the answer was given it (a hallucination or answer
+  grader), one that wrote a decision (JSON holding no answer: a grading, a route) or called
+  tools. Among several generated values of a dict, one another model was given (a rewritten
+  question) is not the answer. Where that means reading prompts, it is chosen in the worker.
 - Question: `override_pairing(question=...)`; else the root input (or its `question_key`
   value): text, the last human message of a message list or `messages` state (the turn being
   answered), or the one text value of a dict (else its "question", "input" or "query"). Never
@@ -21,38 +29,44 @@ question is the user's input.**
 - References: what the app said with `override_pairing(references=...)` or the output of a run
   tagged `refcheck:references`; else every candidate document (outermost retrievers first,
   then the root's own input, inner retrievers, chain outputs and graph state values such as
-  a graph node's documents or one `Document` it built, tool artifacts, and documents parked by
-  an earlier run, see `parked`) whose content is in the answering generation's prompt however
-  the app printed it (`prompt_match`), plus the content of tool results in that prompt that
-  hold none of them. What a readable prompt does not show was left out (a grader rejected
-  it): it never comes back through a fallback, and a prompt that shows nothing gives no
-  references (skipped `no_references`). Only where no prompt can be read (no generation, or
-  no text in its prompt) are the outermost retrievers' documents taken, else all documents
-  seen, and the request's metadata says so (`FALLBACK_KEY`). Documents parked by an earlier
-  run count only when the answering prompt shows one of them.
+  a graph node's documents or one `Document` it built, vector-store searches made during the
+  run (`vector_search`), tool artifacts, documents parked by an earlier run (see `parked`),
+  and earlier turns' documents of its conversation (`conversation`, `EARLIER_TURNS_KEY`))
+  whose content is in a prompt the answer was built from however the app printed it
+  (`prompt_match`): the answering generation's, and those of the generations whose output it
+  shows (`built_from`: a RAG chain inside an agent's tool), plus the content of tool results
+  there that hold none of them and that no generation wrote (`references`). What a readable
+  prompt does not show was left out (a grader rejected it): it never comes back through a
+  fallback, and a prompt that shows nothing gives no references (skipped `no_references`).
+  Only where no prompt can be read (no generation, or no text in its prompt) are the
+  outermost retrievers' documents taken, else all documents seen, and the request's metadata
+  says so (`FALLBACK_KEY`). Documents parked by an earlier run count only when the answering
+  prompt shows one of them.
 - A root whose output is documents (HyDE: an LLM writes the query, a retriever returns the
   documents) is a retrieval: not checked, its documents parked for the answer that follows.
 
 **Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
-handler takes what can be told from the run's shape (`answer_options`, `question_of`,
-`has_sources`) and submits a `CapturedAnswer`: references to the candidates, the generations
-that may have answered, and what the app chose. The monitor's worker calls its `pair` (the
-`Pairing` interface), which chooses the answering generation, looks for the documents in its
-prompt and takes parked documents it shows: the time that grows with the documents is spent
-there.
+handler takes what can be told from the run's shape and output (`answer_options`,
+`question_of`, `has_sources`) and submits a `CapturedAnswer`: references to the candidates,
+the generations that may have answered, and what the app chose. The monitor's worker calls
+its `pair` (the `Pairing` interface), which chooses the answering generation, looks for the
+documents in its prompts and takes parked documents it shows: the time that grows with the
+documents is spent there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.messages import ToolMessage
-
 from refcheck_callbacks.contract.answers import Paired, Pairing
+from refcheck_callbacks.integrations.langchain import answer as answers
 from refcheck_callbacks.integrations.langchain import outputs as read
+from refcheck_callbacks.integrations.langchain import references
+from refcheck_callbacks.integrations.langchain.answer import NO_ANSWER, Found
 from refcheck_callbacks.integrations.langchain.parked import ParkedClaim
+from refcheck_callbacks.integrations.langchain.references import FALLBACK_KEY, tool_results
 from refcheck_callbacks.integrations.langchain.run import (
     IN_ANSWER,
     IN_RETRIEVER,
@@ -61,8 +75,18 @@ from refcheck_callbacks.integrations.langchain.run import (
 )
 from refcheck_callbacks.integrations.shared import prompt_match
 
+__all__ = ["FALLBACK_KEY", "AnswerOptions", "CapturedAnswer", "answer_options"]
+
 AnswerSource = Literal["output", "llm"]
 OVERRIDE_KEYS = ("question", "answer", "references")
+ANSWER_FIELD_KEY = "refcheck.answer_field"
+"""Request metadata: the field of the root's output the answer was taken from, when the output
+was not the text itself ("generation", "answer.answer", "messages")."""
+CITED_KEY = "refcheck.cited_references"
+"""Request metadata: the indexes (in the request's references) of the references a
+structured answer's citations point at."""
+EARLIER_TURNS_KEY = "refcheck.references_from_earlier_turns"
+"""Request metadata: how many references came from earlier turns of the conversation."""
 _SAW_CHECK_DOCUMENTS = 20
 """Documents tried per generation when telling which one saw the context."""
 
@@ -70,14 +94,9 @@ _SAW_CHECK_DOCUMENTS = 20
 # -- prompts ---------------------------------------------------------------------------------
 
 
-def _tool_results(inputs: Any) -> list[ToolMessage]:
-    """The tool results among a generation's prompt messages."""
-    return [m for m in inputs if isinstance(m, ToolMessage)] if isinstance(inputs, list) else []
-
-
 def _texts(documents: Iterable[Any]) -> Iterable[str]:
     for document in documents:
-        text = getattr(document, "page_content", document)
+        text = getattr(read.document_of(document), "page_content", document)
         if isinstance(text, str):
             yield text
 
@@ -91,90 +110,155 @@ def shows_any(generation: Generation, documents: Sequence[Any]) -> bool:
 
 def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
     """Whether a generation's prompt holds a tool result or one of `documents`."""
-    return bool(_tool_results(generation.inputs)) or shows_any(generation, documents)
+    return bool(tool_results(generation.inputs)) or shows_any(generation, documents)
+
+
+def built_from(generation: Generation, generations: Sequence[Generation]) -> list[Generation]:
+    """`generation` and the generations whose output its prompt shows, and theirs in turn: the
+    prompts an answer was built from (a RAG chain inside an agent's tool wrote the tool result
+    the agent's prompt shows). A judge, shown the answer, is never among them."""
+    sources = [generation]
+    pending = [g for g in generations if g is not generation and not g.asks_tools]
+    index = 0
+    while index < len(sources) and pending:
+        prompt = sources[index].prompt
+        shown = [g for g in pending if prompt.shows(g.text)]
+        sources.extend(shown)
+        pending = [g for g in pending if g not in shown]
+        index += 1
+    return sources
 
 
 # -- answer ----------------------------------------------------------------------------------
 
 
-def _answering(candidates: list[Generation], documents: Sequence[Any]) -> Generation:
-    """The generation that saw the context, the last one of those; else the last one."""
-    if len(candidates) > 1:
-        for generation in reversed(candidates):
+def _answering(
+    candidates: list[Generation], documents: Sequence[Any], answer: Found | None
+) -> Generation | None:
+    """The generation that wrote `answer` (its own text when None): among those that may have,
+    the last that saw the context, else the last. Not one that asked for tools (unless the
+    answer is structured: it came in a tool call), nor one that wrote a decision (a grading
+    in JSON), nor a judge: one whose prompt shows the answer was given it."""
+    structured = answer is not None and answer.structured
+    eligible = [
+        g
+        for g in candidates
+        if (structured or not (g.asks_tools or answers.is_decision(g.text)))
+        and (answer is None or len(candidates) == 1 or not g.prompt.shows(answer.text))
+    ]
+    if not eligible:
+        return None if answer is not None else candidates[-1]
+    if len(eligible) > 1:
+        for generation in reversed(eligible):
             if saw_context(generation, documents):
                 return generation
-    return candidates[-1]
+    return eligible[-1]
 
 
-def _pick(
-    found: list[tuple[str | None, Generation | None]], documents: Sequence[Any]
-) -> tuple[str | None, Generation | None]:
-    """One answer among several generated values of a dict: the one whose model saw the context
-    (the answer beside, say, suggested follow-up questions)."""
-    if len(found) > 1:
-        for text, generation in reversed(found):
-            if generation is not None and saw_context(generation, documents):
-                return text, generation
-    return found[-1]
+def _pick(found: list[Found], documents: Sequence[Any]) -> Found:
+    """One answer among several generated values of a dict: not one that another of their
+    models was given (a rewritten question, a draft that was polished: the answer was built
+    from it; decisions such as gradings are no candidates at all, see `answer`), the one
+    whose model saw the context (the answer beside, say, suggested follow-up questions)."""
+    if len(found) == 1:
+        return found[0]
+    final = [
+        f
+        for f in found
+        if not any(
+            o is not f and o.generation is not None and o.generation.prompt.shows(f.text)
+            for o in found
+        )
+    ] or found
+    for candidate in reversed(final):
+        if candidate.generation is not None and saw_context(candidate.generation, documents):
+            return candidate
+    return final[-1]
 
 
 @dataclass(slots=True)
 class AnswerOptions:
     """Where the answer is, as far as a run's shape tells without reading prompts.
 
-    `found`: the answer texts, each with the generation that wrote it (None when none did); a
-    text None stands for the answering generation's own text. `generations`: the generations
-    that may have answered, for a text no generation wrote. `choose` picks among them by
-    which prompt saw the context.
+    `found`: the answers in the run's output, each with the generation that wrote it when one
+    wrote it verbatim; none: the answering generation's own text. `generations`: those that
+    may have answered; `everything`: the run's generations (but those in retrievers), whose
+    prompts an answer may be built from. `choose` picks by reading prompts (in the worker).
     """
 
-    found: list[tuple[str | None, Generation | None]]
+    found: list[Found]
     generations: list[Generation]
+    everything: list[Generation] = field(default_factory=list)
 
-    def choose(self, documents: Sequence[Any]) -> tuple[str, Generation | None]:
-        """The answer text and the generation that wrote it. Reads the prompts for
-        `documents` (with none, only whether a prompt holds a tool result: cheap)."""
-        text, generation = _pick(self.found, documents)
-        if generation is None and self.generations:
-            generation = _answering(self.generations, documents)
-        if text is None:
-            assert generation is not None, "a text None comes with generations"
-            text = generation.text
-        return text, generation
+    def choose(self, documents: Sequence[Any]) -> tuple[Found, Generation | None]:
+        """The answer and the generation that wrote it. Reads the prompts for `documents`."""
+        if self.found:
+            answer = _pick(self.found, documents)
+            generation = answer.generation
+            if generation is None and self.generations:
+                generation = _answering(self.generations, documents, answer)
+            return answer, generation
+        generation = _answering(self.generations, documents, None)
+        assert generation is not None, "an answer without text comes with generations"
+        return Found(generation.text), generation
+
+    def may_have_tool_results(self) -> bool:
+        """Whether a generation of the run was shown tool results (cheap)."""
+        return any(tool_results(g.inputs) for g in self.everything)
+
+
+def _generated(candidates: list[Generation]) -> dict[str, Generation]:
+    """Each generation by its stripped text, or by the answer its tool call carries."""
+    generated = {}
+    for g in candidates:
+        text = answers.structured_text(g.message) if g.asks_tools else g.text.strip()
+        if text:
+            generated[text] = g
+    return generated
 
 
 def answer_options(
-    state: RootRun, output: Any, source: AnswerSource, output_key: str | None
-) -> AnswerOptions | None:
-    """The answer's options (see `AnswerOptions`); None when no generation answered."""
-    candidates = [g for g in state.generations if not g.flags & IN_RETRIEVER]
+    state: RootRun,
+    output: Any,
+    source: AnswerSource,
+    output_key: str | None,
+    question: str | None,
+) -> AnswerOptions | Found | None:
+    """The answer's options (see `AnswerOptions`); None when no generation answered;
+    `NO_ANSWER` when the output is a structured object with no answer in it."""
+    everything = [g for g in state.generations if not g.flags & IN_RETRIEVER]
     if (
-        len(candidates) == 1
+        len(everything) == 1
+        and not everything[0].asks_tools
         and isinstance(output, str)
         and source == "output"
         and output_key is None
         and state.answer_output is None
         and not state.override
+        and not answers.json_object(output)
     ):
-        return AnswerOptions([(output, candidates[0])], [])  # the common chain: one model
+        return AnswerOptions([Found(output, everything[0])], [], everything)  # the common chain
+    candidates = everything
     override = state.override.get("answer")
     if override is not None:
-        return AnswerOptions([(str(override), None)], candidates)
+        return AnswerOptions([Found(str(override))], candidates, everything)
     if state.answer_output is not None:
         marked = [g for g in candidates if g.flags & IN_ANSWER] or candidates
-        generated = {g.text.strip(): g for g in marked}
-        found = read.answers_in(state.answer_output[0], None, generated)
-        if found:
-            return AnswerOptions(list(found), marked)
+        found = answers.answers_in(state.answer_output[0], None, _generated(marked), question)
+        if found and found[0] is not NO_ANSWER:
+            return AnswerOptions(found, marked, everything)
         candidates = marked
     if not candidates:
         return None
     if source == "output":
-        generated = {g.text.strip(): g for g in candidates}
-        found = read.answers_in(output, output_key, generated)
+        found = answers.answers_in(output, output_key, _generated(candidates), question)
+        if found == [NO_ANSWER]:
+            return NO_ANSWER
         if found:
-            return AnswerOptions(list(found), candidates)
-    return AnswerOptions([(None, None)], candidates)
+            return AnswerOptions(found, candidates, everything)
+    if all(g.asks_tools for g in candidates):
+        return NO_ANSWER  # only tool calls, none of which carried an answer the run returned
+    return AnswerOptions([], candidates, everything)
 
 
 # -- question ----------------------------------------------------------------------------------
@@ -203,103 +287,27 @@ def metadata_of(state: RootRun, question: str | None) -> dict[str, Any]:
 # -- references ------------------------------------------------------------------------------
 
 
-def has_sources(state: RootRun, generation: Generation | None) -> bool:
+def has_sources(state: RootRun, answer: AnswerOptions) -> bool:
     """Whether anything of the run's own could be a reference (cheap: decides, on the app's
     thread, whether to look for parked documents or skip)."""
     return bool(
         state.documents
         or state.extra_documents
+        or state.searches
         or state.references_output is not None
         or state.override.get("references") is not None
-        or (generation is not None and _tool_results(generation.inputs))
+        or answer.may_have_tool_results()
     )
-
-
-class _Unique:
-    """References keyed by normalised text, in order; a later copy fills a missing id or score
-    (a compression filter's id-less copy of a document gets the base document's id)."""
-
-    def __init__(self) -> None:
-        self.by_text: dict[str, dict[str, Any]] = {}
-
-    def add(self, reference: dict[str, Any]) -> None:
-        text = reference["text"]
-        key = prompt_match.normalize(text) if isinstance(text, str) else repr(text)
-        seen = self.by_text.get(key)
-        if seen is None:
-            self.by_text[key] = reference
-            return
-        for field in ("id", "score"):
-            if seen[field] is None:
-                seen[field] = reference[field]
-
-    def references(self) -> list[dict[str, Any]]:
-        return list(self.by_text.values())
-
-
-def _unique(documents: Iterable[Any]) -> list[dict[str, Any]]:
-    unique = _Unique()
-    for document in documents:
-        unique.add(read.as_reference(document))
-    return unique.references()
-
-
-FALLBACK_KEY = "refcheck.references_fallback"
-"""Request metadata set when the answering prompt could not be read, so the references are
-not the documents it showed: "retrievers" (the outermost retrievers' documents) or "seen"
-(every document of the run)."""
-
-
-def select_references(
-    documents: Sequence[Any],
-    extra: Sequence[Any],
-    parked: Sequence[Any],
-    generation: Generation | None,
-    chosen: Sequence[Any] | None,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The references of one answer, written by `generation` (see the module docstring), and
-    the fallback taken (`FALLBACK_KEY`), if any."""
-    if chosen is not None:
-        return _unique(chosen if isinstance(chosen, list | tuple) else [chosen]), None
-    tools = [] if generation is None else _tool_results(generation.inputs)
-    artifacts = [d for m in tools for d in read.documents_in(m)]
-    if generation is not None and generation.prompt:
-        prompt = generation.prompt
-        # The prompt tells what the model saw: what it does not show was left out (a grader
-        # rejected it), and never comes back through a fallback.
-        candidates = [read.as_reference(d) for d in [*documents, *extra, *artifacts, *parked]]
-        candidates = [r for r in candidates if isinstance(r["text"], str)]
-        unique = _Unique()
-        for reference, is_shown in zip(
-            candidates, prompt.shown([r["text"] for r in candidates]), strict=True
-        ):
-            if is_shown:
-                unique.add(reference)
-        shown = unique.references()
-        for message in tools:
-            content = prompt_match.normalize(read.content_of(message) or "")
-            if content and not prompt_match.any_in_prompt((r["text"] for r in shown), content):
-                unique.add(_tool_reference(message, content))
-        return unique.references(), None
-    if retrieved := _unique(documents):
-        return retrieved, "retrievers"
-    return _unique([*extra, *artifacts]), "seen"
-
-
-def _tool_reference(message: ToolMessage, content: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"tool_call_id": message.tool_call_id}
-    if message.name:
-        metadata["tool"] = message.name
-    return {"text": content, "id": None, "score": None, "metadata": metadata}
 
 
 @dataclass(slots=True)
 class CapturedAnswer(Pairing):
     """One root run's answer as the handler captured it; `pair` decides it in the worker.
 
-    `documents` and `extra_documents` are the run's (see `RootRun`); `chosen` the references
-    the app chose, if it did; `parked` the retrievals of an earlier run this one may answer
-    (only when it has no documents of its own).
+    `documents`, `extra_documents` and `searches` are the run's (see `RootRun`); `chosen` the
+    references the app chose, if it did; `parked` the retrievals of an earlier run this one
+    may answer (only when it has no documents of its own); `earlier` the documents of earlier
+    turns of its conversation (see `conversation`).
     """
 
     documents: list[Any]
@@ -307,9 +315,13 @@ class CapturedAnswer(Pairing):
     chosen: Any
     answer: AnswerOptions
     parked: ParkedClaim | None = None
+    searches: list[Any] = field(default_factory=list)
+    earlier: Sequence[Any] = ()
+    retrieved_groups: Mapping[int, Any] = field(default_factory=dict)
 
     def pair(self) -> Paired | None:
-        text, generation = self.answer.choose(self.documents or self.extra_documents)
+        searched = self._searched()
+        found, generation = self.answer.choose(self.documents or self.extra_documents or searched)
         parked: list[Any] = []
         if (
             self.parked is not None
@@ -320,19 +332,38 @@ class CapturedAnswer(Pairing):
             # show them (a query rewrite) leaves them to the answer that does. Another answer
             # may have taken them first.
             parked = self.parked.take()
-        references, fallback = select_references(
+        sources = [] if generation is None else built_from(generation, self.answer.everything)
+        selected = references.select(
+            [*self.documents, *self.extra_documents, *searched, *parked],
+            self.earlier,
             self.documents,
-            self.extra_documents,
-            parked,
-            generation,
+            sources,
             self.chosen,
         )
-        if not references:
+        if not selected.references:
             return None
-        metadata = None if fallback is None else {FALLBACK_KEY: fallback}
-        if generation is None:
-            return Paired(text, references, metadata=metadata)
-        return Paired(text, references, generation.model, generation.response_id, metadata)
+        metadata: dict[str, Any] = {}
+        if selected.fallback is not None:
+            metadata[FALLBACK_KEY] = selected.fallback
+        if found.field is not None:
+            metadata[ANSWER_FIELD_KEY] = found.field
+        if found.citations:
+            metadata[CITED_KEY] = references.cited(found.citations, selected.references)
+        if selected.earlier:
+            metadata[EARLIER_TURNS_KEY] = selected.earlier
+        model = None if generation is None else generation.model
+        response_id = None if generation is None else generation.response_id
+        return Paired(found.text, selected.references, model, response_id, metadata or None)
+
+    def _searched(self) -> list[Any]:
+        """The documents of vector-store searches, less those a retriever returned as they
+        were (a vector-store retriever returns its search's list)."""
+        return [
+            d
+            for group in self.searches
+            if self.retrieved_groups.get(id(group), (None,))[0] is not group
+            for d in group
+        ]
 
 
 def overrides(data: Any) -> Mapping[str, Any]:

@@ -30,15 +30,32 @@ ANSWER_TAG = "refcheck:answer"
 REFERENCES_TAG = "refcheck:references"
 MAX_GENERATIONS = 32
 """Generations kept per root (the latest): an agent loop may call its model many times."""
+MAX_SEARCHES = 32
+"""Vector-store searches kept per root (the first): a search's result list each."""
 
 
 class Generation:
     """One finished LLM or chat model call: what it wrote and what it was given."""
 
-    __slots__ = ("_prompt", "flags", "generation", "inputs", "response", "start", "text")
+    __slots__ = (
+        "_prompt",
+        "asks_tools",
+        "flags",
+        "generation",
+        "inputs",
+        "response",
+        "start",
+        "text",
+    )
 
     def __init__(
-        self, generation: Any, response: Any, start: Mapping[str, Any], inputs: Any, flags: int
+        self,
+        generation: Any,
+        response: Any,
+        start: Mapping[str, Any],
+        inputs: Any,
+        flags: int,
+        asks_tools: bool = False,
     ) -> None:
         self.generation = generation
         self.response = response
@@ -47,8 +64,16 @@ class Generation:
         self.inputs = inputs
         """Its prompt: the chat messages, or the prompt strings of a text model."""
         self.flags = flags
+        self.asks_tools = asks_tools
+        """It called tools: an agent's step, or a structured answer in a tool call's
+        arguments (`with_structured_output`), never an answer as text."""
         self.text: str = generation.text
         self._prompt: Prompt | None = None
+
+    @property
+    def message(self) -> Any:
+        """The chat message it wrote (None for a text model)."""
+        return getattr(self.generation, "message", None)
 
     @property
     def prompt(self) -> Prompt:
@@ -76,6 +101,7 @@ class Generation:
 class RootRun:
     __slots__ = (
         "answer_output",
+        "conversation",
         "document_lists",
         "documents",
         "extra_documents",
@@ -91,6 +117,7 @@ class RootRun:
         "query",
         "references_output",
         "run_id",
+        "searches",
         "trace_context",
         "trace_retaken",
     )
@@ -124,6 +151,11 @@ class RootRun:
         """Documents seen elsewhere in the tree: the root's own input, inner retrievers, chain
         outputs and graph state values (a vector store called in a graph node, a `Document`
         built in one), tool artifacts; used where they reached the prompt."""
+        self.searches: list[Any] = []
+        """The result lists of vector-store searches made during the run (see
+        `vector_search`), as they were returned."""
+        self.conversation: Any = None
+        """The conversation the run is a turn of (LangGraph's `thread_id`), if any."""
         self.generations: list[Generation] = []
         self.open_generations: dict[int, tuple[Mapping[str, Any], Any, int]] = {}
         """LLM runs started and not yet ended: start keyword arguments, prompt, scope flags."""

@@ -19,6 +19,8 @@ from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipRea
 from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain import pairing
+from refcheck_callbacks.integrations.langchain.answer import NO_ANSWER
+from refcheck_callbacks.integrations.langchain.conversation import EarlierTurns
 from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments, pairing_key
 from refcheck_callbacks.integrations.langchain.run import (
     ANSWER_TAG,
@@ -43,6 +45,7 @@ class RunTree(BaseCallbackHandler):
     _max_references: int
     _runs: RunStates[RootRun]
     _parked: ParkedDocuments
+    _earlier_turns: EarlierTurns
     _roots_with_parent: set[int]
     """Roots LangChain gave a parent we never saw (the handler was attached below the top
     of the tree). Any other run that has a parent is a child, and its end needs no lookup."""
@@ -103,6 +106,9 @@ class RunTree(BaseCallbackHandler):
         state = RootRun(run_id, kwargs.get("name"), context, pairing_key(context))
         if parent_run_id is not None:
             self._roots_with_parent.add(state.key)
+        metadata = kwargs.get("metadata")
+        if metadata:
+            state.conversation = metadata.get("thread_id")
         if self.question_key is not None:
             state.input_question = read.value_at(inputs, self.question_key)
         else:
@@ -148,8 +154,9 @@ class RunTree(BaseCallbackHandler):
 
     def _finish(self, state: RootRun, output: Any, end_inputs: Any) -> None:
         """Submit the root's answer for pairing in the worker (`pairing.CapturedAnswer`), park
-        its documents when it has no answer, or count why it has neither. Reads no text: the
-        time must not grow with the documents."""
+        its documents when it has no answer, or count why it has neither. Reads no document
+        nor prompt: the time must not grow with the documents (the answer's own output is
+        read for its answer field, `answer`: bounded)."""
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
@@ -166,12 +173,16 @@ class RunTree(BaseCallbackHandler):
             and state.answer_output is None
             and state.override.get("answer") is None
         )
+        question = pairing.question_of(state, self.question_key, end_inputs)
         answer = (
             None
             if retrieval
-            else pairing.answer_options(state, output, self.answer_from, self.output_key)
+            else pairing.answer_options(state, output, self.answer_from, self.output_key, question)
         )
-        if answer is None:
+        if answer is NO_ANSWER:
+            self.sink.skipped(SkipReason.NO_ANSWER)
+            return
+        if not isinstance(answer, pairing.AnswerOptions):
             documents = state.documents or state.extra_documents
             if not documents and retrieval:
                 documents = read.documents_in(output)
@@ -180,26 +191,30 @@ class RunTree(BaseCallbackHandler):
             else:
                 self.sink.skipped(SkipReason.NO_REFERENCES)
             return
-        # Without documents, choosing the answering generation reads no prompt text (only
-        # whether a prompt holds a tool result), so it is done here when it decides skipping.
-        generation = None if state.documents or state.extra_documents else answer.choose(())[1]
+        earlier: tuple[Any, ...] = ()
+        if state.conversation is not None:
+            earlier = self._earlier_turns.turn(
+                state.conversation, [*state.documents, *state.extra_documents]
+            )
         # A run without a retrieval of its own may answer one parked earlier, also when its
         # documents came in through its input (the second root of HyDE): the worker takes
         # those its prompt shows.
         parked = None
-        if not state.documents and (generation is not None or state.extra_documents):
+        if not state.documents and (answer.everything or state.extra_documents):
             parked = self._parked.peek(state.pair_key)
-        own_sources = pairing.has_sources(state, generation)
-        if parked is None and not own_sources:
+        own_sources = pairing.has_sources(state, answer)
+        if parked is None and not own_sources and not earlier:
             self.sink.skipped(SkipReason.NO_REFERENCES)
             return
-        question = pairing.question_of(state, self.question_key, end_inputs)
         captured = pairing.CapturedAnswer(
             state.documents,
             state.extra_documents,
             state.override.get("references", state.references_output),
             answer,
             parked,
+            state.searches,
+            earlier,
+            state.document_lists or {},
         )
         submitted = self.sink.submit(
             question=question,
