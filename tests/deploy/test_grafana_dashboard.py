@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from refcheck_callbacks.alerting.rules import RECORDED
+from refcheck_callbacks.alerting.share_rules import BASELINE_READY, SHARES
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.alert_rules import RECORDED
-from refcheck_callbacks.exporters.share_rules import BASELINE_READY, SHARES
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "refcheck-dashboard.json"
 _METRIC = r"(?<![\w:])(?:job:)?refcheck_[a-z_:]+(?=[{[])"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from refcheck_callbacks.alert_sim.promtool import (
+from refcheck_callbacks.alerting.share_rules import BASELINE_READY, SHARES
+from refcheck_callbacks.alerting.simulator.promtool import (
     Series,
     detection_query,
     firing_query,
@@ -22,11 +23,10 @@ from refcheck_callbacks.alert_sim.promtool import (
     page_queries,
     promtool_group,
 )
-from refcheck_callbacks.alert_sim.replay import baseline_ready, onsets, replay
-from refcheck_callbacks.alert_sim.report import SHIFTED_MINUTES
-from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables
-from refcheck_callbacks.exporters.share_rules import BASELINE_READY, SHARES
+from refcheck_callbacks.alerting.simulator.replay import baseline_ready, onsets, replay
+from refcheck_callbacks.alerting.simulator.report import SHIFTED_MINUTES
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates, Traffic, counters
+from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.support import yaml_text
 
 
@@ -54,12 +54,12 @@ CLEAN_MINUTES = 480
 _HEADER = """\
 promtool unit tests of the share alerts on simulated traffic: `promtool test rules
 refcheck-alerts.sim.test.yml`. Written by `refcheck alert-rules --promtool-tests` (the traffic
-simulator, refcheck_callbacks/alert_sim/rule_tests.py); do not edit. Each group is a new service
-with one checker's measured label rates: claims drawn minute by minute (Poisson volume, binomial
-labels), 8 hours of fully supported answers from its first claim, then 20% unsupported claims.
-The expectations are the simulator's replay of the rules on the same series: the minute the
-service leaves onboarding, no page on clean traffic, and which alert fires first after the
-shift, and when."""
+simulator, refcheck_callbacks/alerting/simulator/rule_tests.py); do not edit. Each group is a
+new service with one checker's measured label rates: claims drawn minute by minute (Poisson
+volume, binomial labels), 8 hours of fully supported answers from its first claim, then 20%
+unsupported claims. The expectations are the simulator's replay of the rules on the same
+series: the minute the service leaves onboarding, no page on clean traffic, and which alert
+fires first after the shift, and when."""
 
 
 def rule_tests(

@@ -18,8 +18,8 @@ services all day and misses real shifts in others. These rules page when the rec
   baseline bound, the alerts cannot fire, and `BASELINE_READY` says so (0) for the dashboard.
 - A verdict with no series yet (no contradiction so far) counts as zero claims, not as no data.
 
-`alert_sim.replay` evaluates the same arithmetic with numpy; the simulator checks that it agrees
-with promtool on the same series, sample for sample.
+`alerting.simulator.replay` evaluates the same arithmetic with numpy; the simulator checks that
+it agrees with promtool on the same series, sample for sample.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables, ShareRise, ShareTest
+from refcheck_callbacks.alerting.tunables import AlertTunables, ShareRise, ShareTest
 from refcheck_callbacks.exporters.names import CLAIMS, PROMETHEUS
 
 _CLAIMS = PROMETHEUS[CLAIMS]

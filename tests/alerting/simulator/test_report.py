@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from bench_reports import write_bench_json
 
-from refcheck_callbacks.alert_sim.promtool import promtool_binary
-from refcheck_callbacks.alert_sim.report import (
+from refcheck_callbacks.alerting.simulator.promtool import promtool_binary
+from refcheck_callbacks.alerting.simulator.report import (
     Settings,
     detection_target,
     markdown,
     share_alerts,
     simulate,
 )
-from refcheck_callbacks.alert_sim.rule_tests import rule_tests_yaml
-from refcheck_callbacks.alert_sim.traffic import LabelRates
+from refcheck_callbacks.alerting.simulator.rule_tests import rule_tests_yaml
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates
 from refcheck_callbacks.cli.main import main
 
 SEPARATED = LabelRates(name="separated", supported=(0.96, 0.02, 0.02), unsupported=(0.1, 0.5, 0.4))

@@ -1,4 +1,4 @@
-"""The share alerts (`exporters.share_rules`) evaluated with numpy, minute by minute.
+"""The share alerts (`alerting.share_rules`) evaluated with numpy, minute by minute.
 
 Fast enough for thousands of simulated days, and exact: on counters sampled every minute from
 0, Prometheus 2.x's `increase` over `[w] offset o` at minute t reads the samples t-o-w .. t-o
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from refcheck_callbacks.alert_sim.traffic import VERDICTS
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables, ShareRise, duration_seconds
-from refcheck_callbacks.exporters.share_rules import SHARES, Share, wilson_terms
+from refcheck_callbacks.alerting.share_rules import SHARES, Share, wilson_terms
+from refcheck_callbacks.alerting.simulator.traffic import VERDICTS
+from refcheck_callbacks.alerting.tunables import AlertTunables, ShareRise, duration_seconds
 from refcheck_callbacks.support.extras import require
 
 if TYPE_CHECKING:

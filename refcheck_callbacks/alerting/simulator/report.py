@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from refcheck_callbacks.alert_sim.promtool import Observed, Series, observe
-from refcheck_callbacks.alert_sim.replay import onsets, replay
-from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters
-from refcheck_callbacks.exporters.alert_rules import rules_yaml
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables
-from refcheck_callbacks.exporters.share_rules import SHARES
+from refcheck_callbacks.alerting.rules import rules_yaml
+from refcheck_callbacks.alerting.share_rules import SHARES
+from refcheck_callbacks.alerting.simulator.promtool import Observed, Series, observe
+from refcheck_callbacks.alerting.simulator.replay import onsets, replay
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates, Traffic, counters
+from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.support.extras import require
 
 if TYPE_CHECKING:

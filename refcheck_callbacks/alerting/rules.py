@@ -2,7 +2,8 @@
 
 `deploy/prometheus/refcheck-alerts.yml` is `alert_rules(AlertTunables())` as YAML (a test keeps
 the two equal); `refcheck alert-rules --set share_test.z=4` writes the rules with any threshold,
-window or `for` duration changed (`alert_tunables`). Metric names are those of `names.PROMETHEUS`.
+window or `for` duration changed (`alerting.tunables`). Metric names are those of
+`exporters.names.PROMETHEUS`.
 
 The share alerts (a service against its own baseline) are `share_rules`'. The others here keep
 issue 18's lessons: every ratio needs a minimum volume, so a handful of answers cannot page; a
@@ -15,7 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from refcheck_callbacks.exporters.alert_tunables import (
+from refcheck_callbacks.alerting.share_rules import (
+    RECORDED,
+    SHARES,
+    share_alert,
+    share_recording_rules,
+)
+from refcheck_callbacks.alerting.tunables import (
     AlertTunables,
     CheckerErrors,
     DroppedEvaluations,
@@ -28,12 +35,6 @@ from refcheck_callbacks.exporters.names import (
     PROMETHEUS,
     QUEUE_SIZE,
     RESPONSES,
-)
-from refcheck_callbacks.exporters.share_rules import (
-    RECORDED,
-    SHARES,
-    share_alert,
-    share_recording_rules,
 )
 from refcheck_callbacks.support import yaml_text
 
@@ -153,8 +154,8 @@ OpenTelemetry Collector's Prometheus exporter) renders them: `refcheck.claims` b
 (see refcheck_callbacks/exporters/names.py). Everything is grouped by `job`: the scrape job, or
 service.name when the metrics come through a collector.
 
-Written by `refcheck alert-rules` (refcheck_callbacks/exporters/alert_rules.py, which explains
-each rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
+Written by `refcheck alert-rules` (refcheck_callbacks/alerting/rules.py, which explains each
+rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
 rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml`
 (deploy/prometheus; the second is written by the traffic simulator)."""
 

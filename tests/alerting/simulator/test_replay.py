@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refcheck_callbacks.alert_sim.promtool import Series, observe
-from refcheck_callbacks.alert_sim.replay import (
+from refcheck_callbacks.alerting.rules import rules_yaml
+from refcheck_callbacks.alerting.share_rules import SHARES
+from refcheck_callbacks.alerting.simulator.promtool import Series, observe
+from refcheck_callbacks.alerting.simulator.replay import (
     _held,
     _increase,
     baseline_ready,
@@ -17,11 +19,9 @@ from refcheck_callbacks.alert_sim.replay import (
     replay,
     whole_minutes,
 )
-from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates, Traffic, counters
 from refcheck_callbacks.cli.alert_rules import parse_settings
 from refcheck_callbacks.errors import PromtoolError
-from refcheck_callbacks.exporters.alert_rules import rules_yaml
-from refcheck_callbacks.exporters.share_rules import SHARES
 
 RATES = LabelRates(name="mid", supported=(0.7, 0.2, 0.1), unsupported=(0.2, 0.5, 0.3))
 ALERTS = [share.alert for share in SHARES]
