@@ -5,11 +5,11 @@ the two equal); `refcheck alert-rules --set share_test.z=4` writes the rules wit
 window or `for` duration changed (`alerting.tunables`). Metric names are those of
 `exporters.names.PROMETHEUS`.
 
-The share alerts (a service against its own baseline) are `share_rules`'. The others here keep
-issue 18's lessons: every ratio needs a minimum volume, so a handful of answers cannot page; a
-series that does not exist yet counts as zero where that is what it means, never as "no data"
-(which would silence the comparison); counters that reset on a restart are read with `rate` /
-`increase`, which handle resets.
+The share alerts (a service against its own baseline, and a new one against an absolute level)
+are `share_rules`'. The others here keep issue 18's lessons: every ratio needs a minimum
+volume, so a handful of answers cannot page; a series that does not exist yet counts as zero
+where that is what it means, never as "no data" (which would silence the comparison); counters
+that reset on a restart are read with `rate` / `increase`, which handle resets.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from refcheck_callbacks.alerting.share_rules import (
     RECORDED,
     SHARES,
+    level_alert,
     share_alert,
     share_recording_rules,
 )
@@ -135,11 +136,12 @@ def _stalled_alert(stalled: StalledChecker) -> dict[str, Any]:
 
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
     """The rule file's content: one group, recording rules first (alerts read them at the
-    same evaluation), then the five alerts."""
+    same evaluation), then the seven alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
         *(share_alert(share, tunables) for share in SHARES),
+        *(level_alert(share, tunables) for share in SHARES),
         _errors_alert(tunables.checker_errors),
         _dropped_alert(tunables.dropped_evaluations),
         _stalled_alert(tunables.stalled_checker),

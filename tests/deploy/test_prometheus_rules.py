@@ -25,6 +25,8 @@ SIMULATED_TESTS = PROMETHEUS_DIR / "refcheck-alerts.sim.test.yml"
 ALERTS = {
     "RefCheckContradictionRise",
     "RefCheckHallucinationRise",
+    "RefCheckNewServiceContradiction",
+    "RefCheckNewServiceHallucination",
     "RefCheckCheckerErrors",
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
