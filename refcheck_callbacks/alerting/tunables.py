@@ -123,6 +123,8 @@ class ShareLevel(_Tunables):
     launch pages without waiting a day for a baseline; once the service has one, the rise
     alerts compare it with itself and this one stays quiet."""
 
+    level: Share
+    """The absolute share (each share's own default below)."""
     pending_for: Duration = _pending_for("2m")
     severity: str = _severity("page")
 
