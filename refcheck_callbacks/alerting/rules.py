@@ -27,12 +27,16 @@ from refcheck_callbacks.alerting.tunables import (
     AlertTunables,
     CheckerErrors,
     DroppedEvaluations,
+    JudgeBudgetNearlySpent,
     StalledChecker,
     changed_tunables,
 )
 from refcheck_callbacks.exporters.names import (
     CLAIMS,
     DROPPED,
+    GEN_AI_REQUEST_MODEL,
+    LLM_BUDGET_UTILIZATION,
+    LLM_ROLE,
     PROMETHEUS,
     QUEUE_SIZE,
     RESPONSES,
@@ -134,9 +138,39 @@ def _stalled_alert(stalled: StalledChecker) -> dict[str, Any]:
     )
 
 
+def _label(attribute: str) -> str:
+    """An attribute as the Prometheus exporter renders its label (`names.PROMETHEUS`)."""
+    return attribute.replace(".", "_")
+
+
+def _budget_alert(budget: JudgeBudgetNearlySpent) -> dict[str, Any]:
+    by = f"job, {_label(GEN_AI_REQUEST_MODEL)}, {_label(LLM_ROLE)}"
+    return _alert(
+        "RefCheckJudgeBudgetNearlySpent",
+        f"max by ({by}) ({PROMETHEUS[LLM_BUDGET_UTILIZATION]}) > {budget.threshold:g}",
+        budget,
+        {
+            "summary": "{{ $labels.job }}: the judge budget of {{ $labels.gen_ai_request_model }}"
+            " is {{ $value | humanizePercentage }} spent",
+            "description": "{{ $labels.job }}'s LLM "
+            "{{ $labels.refcheck_llm_role }} ({{ $labels.gen_ai_request_model }}) has spent or "
+            "holds {{ $value | humanizePercentage }} of its JudgeBudget in the rolling window. "
+            "Once it is spent, its calls are not sent and their claims go to the fallback "
+            "checker (refcheck_llm_budget_fallbacks_total counts them): verdicts get cheaper "
+            "and less exact until older spend leaves the window.",
+            "runbook": "1. Check the spend panels: a traffic rise (more answers checked), "
+            "longer prompts (more or longer documents), or a new model with a higher price? "
+            "2. If the spend is expected, raise the budget (JudgeBudget usd / tokens, "
+            "REFCHECK_JUDGE_BUDGET_USD / _TOKENS) or check a sample (sample_rate). 3. Or put "
+            "a cheaper stage first: a cascade (`cascade:embedded[margin]>llm:...`) sends the "
+            "judge only the claims the embedded checker is unsure of.",
+        },
+    )
+
+
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
     """The rule file's content: one group, recording rules first (alerts read them at the
-    same evaluation), then the seven alerts."""
+    same evaluation), then the eight alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
@@ -145,6 +179,7 @@ def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
         _errors_alert(tunables.checker_errors),
         _dropped_alert(tunables.dropped_evaluations),
         _stalled_alert(tunables.stalled_checker),
+        _budget_alert(tunables.judge_budget),
     ]
     return {"groups": [{"name": "refcheck", "rules": rules}]}
 

@@ -176,6 +176,15 @@ class StalledChecker(_Tunables):
     severity: str = _severity("page")
 
 
+class JudgeBudgetNearlySpent(_Tunables):
+    """An LLM judge or extractor whose budget (`JudgeBudget`) is nearly spent in its window:
+    soon its claims go to the fallback checker."""
+
+    threshold: Share = Field(0.9, description="the share of the budget spent or held")
+    pending_for: Duration = _pending_for("5m")
+    severity: str = _severity("warning")
+
+
 class AlertTunables(_Tunables):
     """Every threshold, window and duration of the generated rules; defaults are the shipped."""
 
@@ -187,6 +196,7 @@ class AlertTunables(_Tunables):
     checker_errors: CheckerErrors = CheckerErrors()
     dropped_evaluations: DroppedEvaluations = DroppedEvaluations()
     stalled_checker: StalledChecker = StalledChecker()
+    judge_budget: JudgeBudgetNearlySpent = JudgeBudgetNearlySpent()
 
     @property
     def baseline_offset(self) -> str:

@@ -30,6 +30,7 @@ ALERTS = {
     "RefCheckCheckerErrors",
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
+    "RefCheckJudgeBudgetNearlySpent",
 }
 
 

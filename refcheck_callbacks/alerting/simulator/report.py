@@ -45,6 +45,7 @@ OPERATIONAL_ALERTS = (
     "RefCheckCheckerErrors",
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
+    "RefCheckJudgeBudgetNearlySpent",
 )
 """Alerts on the checker's health, not on the shares: left out of the pages counted."""
 _BATCH = 5
