@@ -161,3 +161,23 @@ def test_a_refused_extraction_goes_to_the_fallback_extractor(
     assert extraction.usage is not None
     [spend] = extraction.usage.by_model
     assert (spend.role, spend.refused, spend.prompt_tokens) == ("extractor", 1, 0)
+
+
+def test_the_budget_reaches_a_checking_process_and_refuses_there(
+    llm_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default placement builds the judge in a child: the budget goes with the recipe."""
+    monkeypatch.setenv("OPENAI_API_BASE", llm_server.api_base)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    _judging(llm_server, delay=0.0)
+    budget = JudgeBudget(tokens=1, fallback_checker=FALLBACK)  # no call fits
+    with RefCheckMonitor(
+        checker=f"llm:{UNPRICED_MODEL}", placement="process", judge_budget=budget, exporters=[]
+    ) as monitor:
+        result = monitor.check(
+            answer="The Louvre opened in 1793.", references=["The Louvre opened in 1793."]
+        )
+    assert llm_server.chat_requests() == []
+    [verdict] = result.verdicts
+    assert (verdict.decided_by, verdict.fallback) == ("keyword", BUDGET_EXHAUSTED)
+    assert result.usage is not None and result.usage.by_model[0].refused == 1
