@@ -142,6 +142,15 @@ def test_spend_never_passes_the_budget_under_16_concurrent_answers(
     assert cost.value == pytest.approx(usd) and role.items() <= cost.attributes.items()
     [used] = telemetry.points(names.LLM_BUDGET_UTILIZATION).values()
     assert 0.5 < used.value <= 1.0
+    events = [
+        (e[names.CLAIM_DECIDED_BY], e.get(names.CLAIM_FALLBACK))
+        for e in (r.log_record.attributes or {} for r in telemetry.evaluation_records())
+        if e[names.GEN_AI_EVALUATION_NAME] == names.CLAIM_EVALUATION
+    ]
+    assert sorted(events, key=str) == sorted(
+        [("llm-adherence", None)] * len(judged) + [("keyword", BUDGET_EXHAUSTED)] * len(fallen),
+        key=str,
+    )
 
 
 def test_a_refused_extraction_goes_to_the_fallback_extractor(
