@@ -68,8 +68,9 @@ def in_process(model_dir: Path, batches: list[list[Any]]) -> dict[str, Any]:
 
 async def _through(url: str, batches: list[list[Any]], callers: int) -> list[Any]:
     from refcheck_callbacks.check.remote import RemoteChecker
+    from refcheck_callbacks.remote.options import RemoteOptions
 
-    checkers = [RemoteChecker(url, deadline=600) for _ in range(callers)]
+    checkers = [RemoteChecker(url, RemoteOptions(deadline=600)) for _ in range(callers)]
     await asyncio.gather(*(c.check(batches[0][:8]) for c in checkers))  # connect, warm
     results: list[list[Any]] = [[] for _ in batches]
 

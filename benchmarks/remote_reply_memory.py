@@ -4,7 +4,7 @@ another one (`--before PATH`, a folder holding an older `refcheck_callbacks`), s
 A loopback server in this process answers every call with a 200 and a `--size`-byte body that
 it makes as it sends (a wrong URL, a proxy's error page, a broken service); it costs the server
 one chunk. Each checkout's app runs in a fresh process: it imports the package, builds
-`RemoteChecker(url, deadline=120)` and checks one claim. It reports its peak resident size
+`RemoteChecker` with a 120 s deadline and checks one claim. It reports its peak resident size
 (`ru_maxrss`) before and after the call, the call's wall time and the verdict's error; the
 server reports the body bytes the app's socket took before it hung up.
 
@@ -49,8 +49,9 @@ def _peak_mb() -> float:
 
 def app(url: str) -> None:
     """The app's side: one check against `url`; prints its figures as one JSON line."""
+    from remote_checkers import remote_checker
+
     from refcheck_callbacks import CheckItem, Claim, Reference
-    from refcheck_callbacks.check.remote import RemoteChecker
 
     item = CheckItem(
         claim=Claim(text="Paris is in France."),
@@ -58,7 +59,7 @@ def app(url: str) -> None:
         request_id="r",
         claim_index=0,
     )
-    checker = RemoteChecker(url, deadline=120)
+    checker = remote_checker(url, deadline=120)
     before = _peak_mb()
     started = time.perf_counter()
     [verdict] = asyncio.run(checker.check([item]))

@@ -76,10 +76,10 @@ def _items(count: int, tag: str) -> list[Any]:
 
 def big_app(url: str, claims: int) -> None:
     """The flooding app: all its claims in one check; prints its wall time."""
-    from refcheck_callbacks.check.remote import RemoteChecker
+    from remote_checkers import remote_checker
 
     items = _items(claims, "big")
-    checker = RemoteChecker(url, token=TOKEN, deadline=600)
+    checker = remote_checker(url, token=TOKEN, deadline=600)
     print(json.dumps({"started": True}), flush=True)
     started = time.perf_counter()
     verdicts = asyncio.run(checker.check(items))
@@ -90,9 +90,9 @@ def big_app(url: str, claims: int) -> None:
 
 def small_app(url: str, stop_file: str) -> None:
     """The other app: 1-claim calls, a second apart, until `stop_file` exists."""
-    from refcheck_callbacks.check.remote import RemoteChecker
+    from remote_checkers import remote_checker
 
-    checker = RemoteChecker(url, token=TOKEN, deadline=600)
+    checker = remote_checker(url, token=TOKEN, deadline=600)
     latencies, failed, number = [], 0, 0
     while not Path(stop_file).exists():
         number += 1

@@ -37,6 +37,7 @@ from refcheck_callbacks.errors import (
     SignalHandlerError,
     StageOutputError,
 )
+from refcheck_callbacks.llm.budget import JudgeBudget, TokenPrice
 from refcheck_callbacks.types import (
     CharSpan,
     CheckItem,
@@ -46,6 +47,7 @@ from refcheck_callbacks.types import (
     ConflictKind,
     Evidence,
     Label,
+    ModelSpend,
     Outcome,
     Placement,
     Ratios,
@@ -82,11 +84,13 @@ __all__ = [
     "ExtractionReplyError",
     "FeedbackReason",
     "InputLimits",
+    "JudgeBudget",
     "LLMCallError",
     "Label",
     "LabelSchemeError",
     "MissingExtraError",
     "ModelNotFoundError",
+    "ModelSpend",
     "MonitorUnavailableError",
     "Outcome",
     "Placement",
@@ -105,6 +109,7 @@ __all__ = [
     "StageTimeouts",
     "StageVerdict",
     "Tally",
+    "TokenPrice",
     "TraceContext",
     "Triplet",
     "Usage",

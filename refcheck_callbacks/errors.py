@@ -84,8 +84,9 @@ class SignalHandlerError(RefCheckError, ValueError):
 class LLMCallError(RefCheckError):
     """An LLM call that failed for good: retries spent, deadline passed, or a client error.
 
-    `kind` is `rate_limit`, `server_error`, `timeout`, `deadline`, `connection` or
-    `client_error`; `usage` holds the requests sent (and any tokens billed) before giving up.
+    `kind` is `rate_limit`, `server_error`, `timeout`, `deadline`, `connection`,
+    `client_error` or `budget_exhausted` (the judge budget refused the call: nothing was sent);
+    `usage` holds the requests sent (and any tokens billed) before giving up.
     """
 
     def __init__(self, message: str, kind: str, usage: Usage | None = None) -> None:
@@ -93,6 +94,11 @@ class LLMCallError(RefCheckError):
         self.message = message
         self.kind = kind
         self.usage = usage or Usage()
+
+
+class BudgetError(RefCheckError, ValueError):
+    """A judge budget that cannot be held: a USD limit on a model with no known price (give
+    its price, or say `unlimited`)."""
 
 
 class RemoteCallError(RefCheckError):
@@ -152,6 +158,7 @@ class PlacementWarning(UserWarning):
 
 __all__ = [
     "BadRecordError",
+    "BudgetError",
     "CalibrationError",
     "CalibrationMismatchError",
     "CheckError",

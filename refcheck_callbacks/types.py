@@ -142,6 +142,42 @@ class Evidence(_Model):
     """The checker's probability of the verdict's label on this piece of evidence."""
 
 
+def _plus(first: float | None, second: float | None) -> float | None:
+    """A sum of costs that may be unknown: unknown only when both are."""
+    if first is None and second is None:
+        return None
+    return (first or 0.0) + (second or 0.0)
+
+
+class ModelSpend(_Model):
+    """What one model spent in one role (`checker`, `extractor`): the figures behind the spend
+    metrics by model and role, and the budget's state after its last call."""
+
+    model: str
+    role: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    """None when the model has no known price."""
+    refused: int = 0
+    """Calls the budget refused (`JudgeBudget`): their work went to the fallback."""
+    budget_used: float | None = None
+    """The largest share of a budget limit (USD or tokens) spent or reserved in the rolling
+    window after the last call; None without a budget."""
+
+    def __add__(self, other: ModelSpend) -> ModelSpend:
+        used = [u for u in (self.budget_used, other.budget_used) if u is not None]
+        return self.model_copy(
+            update={
+                "prompt_tokens": self.prompt_tokens + other.prompt_tokens,
+                "completion_tokens": self.completion_tokens + other.completion_tokens,
+                "cost_usd": _plus(self.cost_usd, other.cost_usd),
+                "refused": self.refused + other.refused,
+                "budget_used": max(used) if used else None,
+            }
+        )
+
+
 class Usage(_Model):
     """Tokens and money spent on a request by LLM-backed stages."""
 
@@ -149,16 +185,20 @@ class Usage(_Model):
     completion_tokens: int = 0
     requests: int = 0
     cost_usd: float | None = None
+    by_model: tuple[ModelSpend, ...] = ()
+    """The same spend by model and role (and what the budget refused), for the metrics."""
 
     def __add__(self, other: Usage) -> Usage:
-        cost = None
-        if self.cost_usd is not None or other.cost_usd is not None:
-            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        merged: dict[tuple[str, str], ModelSpend] = {}
+        for spend in (*self.by_model, *other.by_model):
+            key = (spend.model, spend.role)
+            merged[key] = merged[key] + spend if key in merged else spend
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             requests=self.requests + other.requests,
-            cost_usd=cost,
+            cost_usd=_plus(self.cost_usd, other.cost_usd),
+            by_model=tuple(merged.values()),
         )
 
 
@@ -197,6 +237,12 @@ class Verdict(_Model):
     conflict: ConflictKind | None = None
     """For a Contradiction: the kind of conflicting statement its first evidence makes (set
     by the pipeline's conflict stage); None for other labels."""
+    decided_by: str | None = None
+    """The checker that gave this verdict: the result's checker, or the fallback that took the
+    claim (`fallback` says why). Set by the pipeline when the checker leaves it out."""
+    fallback: str | None = None
+    """Why a fallback checker decided this claim: `budget_exhausted` (the judge's
+    `JudgeBudget` refused the call); None when the checker itself did."""
 
     @model_validator(mode="after")
     def _failed_verdicts_say_why(self) -> Verdict:

@@ -1,8 +1,9 @@
 """The package's layers point one way: read from every import statement of every module.
 
 `types`, `errors`, `support` and the contract are the floor and import nothing above them; the
-engine never imports the command line; an integration imports only the contract, `types`,
-`support` and its own folders; and no module imports, even lazily, one that imports it back.
+engine never imports the command line; the exporters never import the alert rules; an
+integration imports only the contract, `types`, `support` and its own folders; and no module
+imports, even lazily, one that imports it back.
 Every import counts: at the top, inside a function, under `TYPE_CHECKING`.
 """
 
@@ -64,6 +65,7 @@ FLOOR = {
 def test_every_layer_is_read() -> None:
     layers = {_layer(module) for module in MODULES}
     assert {"types", "errors", "contract", "support", "engine", "integrations", "cli"} <= layers
+    assert {"exporters", "alerting"} <= layers
     assert sum(len(imports) for imports in IMPORTS.values()) > 300
 
 
@@ -84,6 +86,17 @@ def test_the_engine_never_imports_the_command_line() -> None:
         if _layer(module) == "engine"
     }
     assert {module: names for module, names in upward.items() if names} == {}
+
+
+def test_exporters_never_import_the_alert_rules() -> None:
+    """`exporters/` is what leaves the app's process; `alerting/` (rules, simulator) only reads
+    its metric names, and numpy or promtool must never be a step away from the app."""
+    reaching = {
+        module: sorted(m for m in IMPORTS[module] if _layer(m) == "alerting")
+        for module in MODULES
+        if _layer(module) == "exporters"
+    }
+    assert {module: names for module, names in reaching.items() if names} == {}
 
 
 def test_integrations_import_only_the_contract_types_and_support() -> None:

@@ -8,6 +8,7 @@ from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.check.nli.checker import NLIChecker
 from refcheck_callbacks.check.remote import RemoteChecker
 from refcheck_callbacks.contract.components import Checker
+from refcheck_callbacks.remote.options import RemoteOptions
 
 __all__ = [
     "CascadeChecker",
@@ -17,5 +18,6 @@ __all__ = [
     "LLMChecker",
     "NLIChecker",
     "RemoteChecker",
+    "RemoteOptions",
     "SyncChecker",
 ]

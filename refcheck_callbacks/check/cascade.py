@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from refcheck_callbacks.contract.components import Checker, preload
+from refcheck_callbacks.contract.components import Checker, limit_spend, preload
 from refcheck_callbacks.contract.registry import CHECKERS, accepts_api_base, build
 from refcheck_callbacks.errors import ComponentSpecError
 from refcheck_callbacks.support.logs import logger
@@ -127,6 +127,11 @@ class CascadeChecker:
         self.needs_references = any(
             getattr(stage.checker, "needs_references", True) for _, stage in self.stages
         )
+
+    def limit_spend(self, ledger: object) -> None:
+        """Hold the LLM stages' calls to a judge budget (`llm.budget`): the others make none."""
+        for _, stage in self.stages:
+            limit_spend(stage.checker, ledger)
 
     def preload(self) -> None:
         """Load every stage that loads lazily."""

@@ -24,10 +24,10 @@ from refcheck_callbacks.types import CheckItem, Placement, Verdict
 class RemoteChecker(RemoteComponent):
     """Checks claims on a checker service (`refcheck serve`) instead of in the app.
 
-    Args are those of `RemoteComponent`: url, token (default `REFCHECK_SERVE_TOKEN`), name,
-    deadline (55 s; keep it under `StageTimeouts.check`), connect_timeout, concurrency, retry,
-    max_request_bytes, max_reply_bytes (64 MiB), max_call_inputs (4,096). `served_by` is the
-    service's checker name once it has answered. Set `needs_references = False` for a service
+    Args are those of `RemoteComponent`: url, options (`RemoteOptions`: token, default
+    `REFCHECK_SERVE_TOKEN`; deadline, 55 s, keep it under `StageTimeouts.check`; concurrency,
+    retry and the caps) and name. `served_by` is the service's checker name once it has
+    answered. Set `needs_references = False` for a service
     whose checker judges without references (an LLM judge in correctness mode).
     """
 

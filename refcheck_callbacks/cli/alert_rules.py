@@ -1,11 +1,11 @@
 """`refcheck alert-rules`: write the Prometheus rules for refcheck's metrics, tuned; simulate
 traffic through them; write their promtool tests.
 
-The rules themselves come from `exporters.alert_rules`; this module reads `--set ALERT.FIELD=
-VALUE` options into its `AlertTunables` and writes the YAML to a file or stdout. `--simulate
-BENCH_JSON` runs the traffic simulator (`alert_sim`, numpy and promtool, loaded only then) on a
-bench report's label rates and prints its figures; `--promtool-tests FILE` writes the promtool
-unit tests the simulator generates for the rules.
+The rules themselves come from `alerting.rules`; this module reads `--set ALERT.FIELD=VALUE`
+options into its `AlertTunables` and writes the YAML to a file or stdout. `--simulate
+BENCH_JSON` runs the traffic simulator (`alerting.simulator`, numpy and promtool, loaded only
+then) on a bench report's label rates and prints its figures; `--promtool-tests FILE` writes
+the promtool unit tests the simulator generates for the rules.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from refcheck_callbacks.alerting.rules import rules_yaml
+from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.errors import RefCheckError
-from refcheck_callbacks.exporters.alert_rules import rules_yaml
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables
 
 SUMMARY = "write Prometheus alerting and recording rules for refcheck's metrics"
 
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         if args.simulate is not None:
             return _simulate(args, tunables)
         if args.promtool_tests is not None:
-            from refcheck_callbacks.alert_sim.rule_tests import rule_tests_yaml
+            from refcheck_callbacks.alerting.simulator.rule_tests import rule_tests_yaml
 
             rules = "refcheck-alerts.yml" if args.output is None else args.output.name
             _write(args.promtool_tests, rule_tests_yaml(tunables, rules))
@@ -158,8 +158,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
-    from refcheck_callbacks.alert_sim.report import Settings, markdown, simulate
-    from refcheck_callbacks.alert_sim.traffic import rates_from_bench
+    from refcheck_callbacks.alerting.simulator.report import Settings, markdown, simulate
+    from refcheck_callbacks.alerting.simulator.traffic import rates_from_bench
 
     if args.days < 1 or args.seeds < 1 or args.workers < 1 or args.promtool_days < 0:
         raise ValueError("--days, --seeds and --workers must be at least 1, --promtool-days >= 0")

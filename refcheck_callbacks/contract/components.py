@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -147,6 +147,25 @@ def preload(component: object) -> None:
     deadline loading; a component that loads when it is built needs nothing."""
     if isinstance(component, Preloading):
         component.preload()
+
+
+@runtime_checkable
+class SpendLimited(Protocol):
+    """A component whose LLM calls a judge budget can hold: `llm:` judges and extractors, and
+    a cascade with such a stage."""
+
+    def limit_spend(self, ledger: Any) -> None:
+        """Hold every LLM call to `ledger` (an `llm.budget.SpendLedger`), shared with the
+        monitor's other components."""
+        ...
+
+
+def limit_spend(component: object, ledger: object) -> bool:
+    """Put `component`'s LLM calls under `ledger`; False when it makes none."""
+    if isinstance(component, SpendLimited):
+        component.limit_spend(ledger)
+        return True
+    return False
 
 
 def _members(protocol: type) -> list[str]:

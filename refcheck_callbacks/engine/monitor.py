@@ -49,6 +49,7 @@ from refcheck_callbacks.engine.sampling import Sampler
 from refcheck_callbacks.engine.submission import RawInput, capture, trace_context_of
 from refcheck_callbacks.engine.worker import BackgroundWorker
 from refcheck_callbacks.errors import MonitorUnavailableError
+from refcheck_callbacks.llm.budget import JudgeBudget
 from refcheck_callbacks.support.blocking import STAGE_THREADS
 from refcheck_callbacks.support.deadline import Deadline
 from refcheck_callbacks.support.logs import logger
@@ -126,6 +127,10 @@ class RefCheckMonitor:
             (`engine.feedback_file`). Opting in to keep that text; None (default): no file.
         feedback_memory: recent results `feedback` can find (least recently used forgotten);
             0 turns feedback off.
+        judge_budget: a hard cap on what the `llm:` judge and extractor spend together
+            (`JudgeBudget(usd=..., tokens=..., window_s=...)`), checked before each call;
+            the claims of a call it cannot hold go to its fallback checker, and a model with
+            no known price under a USD cap refuses to start (`BudgetError`). See `llm.budget`.
     """
 
     def __init__(
@@ -150,6 +155,7 @@ class RefCheckMonitor:
         calibration: CalibrationSource | None = None,
         feedback_file: str | Path | None = None,
         feedback_memory: int = 1024,
+        judge_budget: JudgeBudget | None = None,
     ) -> None:
         self._feedback = FeedbackDesk(feedback_memory, feedback_file)
         self.aggregator = Aggregator(aggregator)
@@ -165,6 +171,7 @@ class RefCheckMonitor:
                 self.limits.max_claims,
                 conflict,
                 None if calibration is None else load_calibration(calibration),
+                judge_budget,
             ),
             redact,
         )

@@ -246,7 +246,13 @@ class Pipeline:
             return out
 
         for job, verdicts in await self._stage("check", jobs, call, self.timeouts.check):
-            job.verdicts = verdicts
+            # Each verdict names the checker that decided it: this one, unless a fallback did.
+            job.verdicts = [
+                v
+                if v.decided_by or v.label is None
+                else v.model_copy(update={"decided_by": checker.name})
+                for v in verdicts
+            ]
             for verdict in verdicts:
                 job.add_usage(verdict.usage)
 

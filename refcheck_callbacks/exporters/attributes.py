@@ -148,6 +148,8 @@ class ResultAttributes:
                 names.CLAIM_HALLUCINATION_TYPE: verdict.hallucination_type,
                 names.CLAIM_CONFLICT: verdict.conflict and verdict.conflict.value,
                 names.CLAIM_STAGE: verdict.stages[-1].stage if verdict.stages else None,
+                names.CLAIM_DECIDED_BY: verdict.decided_by,
+                names.CLAIM_FALLBACK: verdict.fallback,
                 names.GEN_AI_RESPONSE_ID: result.request.response_id,
                 names.CLAIM_TEXT: self.content(result, None if claim is None else claim.text),
                 names.GEN_AI_EVALUATION_EXPLANATION: self.content(result, verdict.explanation),

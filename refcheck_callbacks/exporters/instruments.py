@@ -93,6 +93,16 @@ class Instruments:
         self.llm_cost = meter.create_counter(
             names.LLM_COST, names.UNIT_USD, "Money spent by LLM extractors and judges."
         )
+        self.llm_budget_fallbacks = meter.create_counter(
+            names.LLM_BUDGET_FALLBACKS,
+            names.UNIT_CALL,
+            "LLM calls the judge budget refused; their claims went to the fallback checker.",
+        )
+        self.llm_budget_utilization = meter.create_gauge(
+            names.LLM_BUDGET_UTILIZATION,
+            names.UNIT_RATIO,
+            "Share of the judge budget spent or held in its rolling window.",
+        )
         self.escalations = meter.create_counter(
             names.CASCADE_ESCALATIONS,
             names.UNIT_CLAIM,

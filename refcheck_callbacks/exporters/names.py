@@ -49,6 +49,8 @@ ERROR_TYPE: Final = "error.type"
 # -- our attributes: always exported (labels, scores, counts, ids) ----------------------------
 EXTRACTOR: Final = "refcheck.extractor"
 CHECKER: Final = "refcheck.checker"
+LLM_ROLE: Final = "refcheck.llm.role"
+"""What an LLM call of refcheck's was for: `checker` (a judge) or `extractor`."""
 CHECKER_PLACEMENT: Final = "refcheck.checker.placement"
 """Where the claims were checked: `thread`, `process` or `service` (`types.Placement`)."""
 OUTCOME: Final = "refcheck.outcome"
@@ -63,6 +65,11 @@ CLAIM_EVIDENCE_INDICES: Final = "refcheck.claim.evidence.reference_indices"
 """Positions of those references in the request, for references without an id."""
 CLAIM_STAGE: Final = "refcheck.claim.stage"
 """The cascade stage that decided the claim (cascade checkers only)."""
+CLAIM_DECIDED_BY: Final = "refcheck.claim.decided_by"
+"""The checker that decided the claim: the answer's checker, or the fallback a judge budget
+sent it to (`Verdict.decided_by`)."""
+CLAIM_FALLBACK: Final = "refcheck.claim.fallback"
+"""Why a fallback checker decided the claim: `budget_exhausted` (`Verdict.fallback`)."""
 CLAIM_HALLUCINATION_TYPE: Final = "refcheck.claim.hallucination_type"
 """A FAVA-style type (entity, relation, invented, ...) when the checker gives one."""
 CLAIM_CONFLICT: Final = "refcheck.claim.conflict"
@@ -111,6 +118,10 @@ SKIPPED: Final = "refcheck.skipped"
 ERRORS: Final = "refcheck.errors"
 LLM_TOKENS: Final = "refcheck.llm.tokens"
 LLM_COST: Final = "refcheck.llm.cost"
+LLM_BUDGET_FALLBACKS: Final = "refcheck.llm.budget.fallbacks"
+"""LLM calls a judge budget refused (their claims went to the fallback), by model and role."""
+LLM_BUDGET_UTILIZATION: Final = "refcheck.llm.budget.utilization"
+"""Gauge: the share of the judge budget spent or held in its window, by model and role."""
 CASCADE_ESCALATIONS: Final = "refcheck.cascade.escalations"
 FEEDBACK_CLAIMS: Final = "refcheck.feedback.claims"
 """Claims a person labelled, by the checker's verdict, the person's label and agreement."""
@@ -133,6 +144,7 @@ UNIT_REQUEST: Final = "{request}"
 UNIT_ERROR: Final = "{error}"
 UNIT_TOKEN: Final = "{token}"
 UNIT_USD: Final = "{USD}"
+UNIT_CALL: Final = "{call}"
 UNIT_FEEDBACK: Final = "{feedback}"
 UNIT_RATIO: Final = "1"
 UNIT_SECONDS: Final = "s"
@@ -150,6 +162,8 @@ PROMETHEUS: Final[dict[str, str]] = {
     ERRORS: "refcheck_errors_total",
     LLM_TOKENS: "refcheck_llm_tokens_total",
     LLM_COST: "refcheck_llm_cost_total",
+    LLM_BUDGET_FALLBACKS: "refcheck_llm_budget_fallbacks_total",
+    LLM_BUDGET_UTILIZATION: "refcheck_llm_budget_utilization",
     CASCADE_ESCALATIONS: "refcheck_cascade_escalations_total",
     FEEDBACK_CLAIMS: "refcheck_feedback_claims_total",
     FEEDBACK_REFUSED: "refcheck_feedback_refused_total",

@@ -47,7 +47,7 @@ from refcheck_callbacks.exporters.events import EvaluationEvents, EventMode
 from refcheck_callbacks.exporters.instruments import instruments_for
 from refcheck_callbacks.support.deadline import Deadline
 from refcheck_callbacks.support.instrumentation import suppressed_instrumentation
-from refcheck_callbacks.types import CheckResult, Outcome, TraceContext
+from refcheck_callbacks.types import CheckResult, ModelSpend, Outcome, TraceContext
 
 _FAILED_OUTCOMES = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID_INPUT})
 
@@ -256,16 +256,42 @@ class OpenTelemetryExporter(Exporter):
             self._instruments.stage_duration.record(spent, attributes, context)
 
     def _record_usage(self, result: CheckResult, context: Context) -> None:
+        """Spend by model and role (`Usage.by_model`); usage from a component that does not
+        say its model is recorded by the stages' names alone."""
         usage = result.usage
         if usage is None:
             return
         stages = exportable({names.EXTRACTOR: result.extractor, names.CHECKER: result.checker})
-        for token_type, tokens in (
-            (names.TOKEN_TYPE_INPUT, usage.prompt_tokens),
-            (names.TOKEN_TYPE_OUTPUT, usage.completion_tokens),
-        ):
-            if tokens:
-                attributes = {**stages, names.GEN_AI_TOKEN_TYPE: token_type}
-                self._instruments.llm_tokens.add(tokens, attributes, context)
-        if usage.cost_usd:
-            self._instruments.llm_cost.add(usage.cost_usd, stages, context)
+        by_model = usage.by_model or (
+            ModelSpend(
+                model="",
+                role="",
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost_usd=usage.cost_usd,
+            ),
+        )
+        instruments = self._instruments
+        for spend in by_model:
+            attributes = {
+                **stages,
+                **exportable(
+                    {
+                        names.GEN_AI_REQUEST_MODEL: spend.model or None,
+                        names.LLM_ROLE: spend.role or None,
+                    }
+                ),
+            }
+            for token_type, tokens in (
+                (names.TOKEN_TYPE_INPUT, spend.prompt_tokens),
+                (names.TOKEN_TYPE_OUTPUT, spend.completion_tokens),
+            ):
+                if tokens:
+                    typed = {**attributes, names.GEN_AI_TOKEN_TYPE: token_type}
+                    instruments.llm_tokens.add(tokens, typed, context)
+            if spend.cost_usd:
+                instruments.llm_cost.add(spend.cost_usd, attributes, context)
+            if spend.refused:
+                instruments.llm_budget_fallbacks.add(spend.refused, attributes, context)
+            if spend.budget_used is not None:
+                instruments.llm_budget_utilization.set(spend.budget_used, attributes, context)

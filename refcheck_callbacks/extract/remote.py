@@ -19,8 +19,9 @@ from refcheck_callbacks.types import CheckRequest
 class RemoteExtractor(RemoteComponent):
     """Extracts claims on a service (`refcheck serve --extractor SPEC`) instead of in the app.
 
-    Args are those of `RemoteComponent` (deadline: keep it under `StageTimeouts.extract`, 60 s
-    by default). `served_by` is the service's extractor name once it has answered.
+    Args are those of `RemoteComponent` (`RemoteOptions.deadline`: keep it under
+    `StageTimeouts.extract`, 60 s by default). `served_by` is the service's extractor name once
+    it has answered.
     """
 
     async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:

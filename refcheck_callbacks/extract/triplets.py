@@ -12,7 +12,8 @@ import asyncio
 from collections import Counter
 from collections.abc import Sequence
 
-from refcheck_callbacks.contract.components import Extraction
+from refcheck_callbacks.contract.components import Extraction, Extractor, preload
+from refcheck_callbacks.contract.registry import build_extractor
 from refcheck_callbacks.extract.base import first_claims
 from refcheck_callbacks.extract.triplet_prompt import (
     ClaimFormat,
@@ -21,6 +22,7 @@ from refcheck_callbacks.extract.triplet_prompt import (
     parse_subsentences,
     parse_triplets,
 )
+from refcheck_callbacks.llm.budget import BUDGET_EXHAUSTED, JudgeBudget, SpendLedger
 from refcheck_callbacks.llm.client import LLMCallError, LLMClient, as_client
 from refcheck_callbacks.llm.data_blocks import new_nonce
 from refcheck_callbacks.text.lexical import content_tokens, tokens
@@ -116,6 +118,9 @@ class LLMExtractor:
             "subsentence" (short self-contained sentences).
         max_claims: claims kept per answer, in the answer's order.
         max_tokens: the longest extraction reply.
+        budget: a hard cap on this extractor's spend (`JudgeBudget`); an answer whose call it
+            cannot hold is extracted by the budget's fallback extractor instead (noted on the
+            result). A monitor's `judge_budget` sets one for its judge and extractor together.
     """
 
     def __init__(
@@ -127,12 +132,23 @@ class LLMExtractor:
         claim_format: str | ClaimFormat = ClaimFormat.TRIPLET,
         max_claims: int = 64,
         max_tokens: int = 1024,
+        budget: JudgeBudget | None = None,
     ) -> None:
         self.claim_format = ClaimFormat(claim_format)
         self.max_claims = max_claims
         self.max_tokens = max_tokens
         self.client = as_client(model, api_base, api_key)
         self.name = f"llm-{self.claim_format.value}"
+        self._fallback: Extractor | None = None
+        if budget is not None:
+            self.limit_spend(SpendLedger(budget))
+
+    def limit_spend(self, ledger: SpendLedger) -> None:
+        """Hold this extractor's calls to `ledger`'s budget, with its fallback extractor for
+        the answers of a refused call. Raises `BudgetError` for a model it cannot price."""
+        self.client.limit_spend(ledger)
+        self._fallback = build_extractor(ledger.budget.fallback_extractor)
+        preload(self._fallback)
 
     async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
         return list(await asyncio.gather(*(self._extract_one(r) for r in requests)))
@@ -142,8 +158,12 @@ class LLMExtractor:
             request.question, request.answer, self.claim_format, new_nonce()
         )
         try:
-            completion = await self.client.complete(messages, max_tokens=self.max_tokens)
+            completion = await self.client.complete(
+                messages, max_tokens=self.max_tokens, role="extractor"
+            )
         except LLMCallError as exc:
+            if exc.kind == BUDGET_EXHAUSTED and self._fallback is not None:
+                return await self._fall_back(request, exc)
             return Extraction(
                 error=f"claim extraction failed: {exc}", error_type=exc.kind, usage=exc.usage
             )
@@ -160,6 +180,14 @@ class LLMExtractor:
             # some are missing.
             notes.append(f"{cut}: claims after the cut were not checked")
         return Extraction(claims=claims, usage=completion.usage, notes=notes)
+
+    async def _fall_back(self, request: CheckRequest, exc: LLMCallError) -> Extraction:
+        """The fallback extractor's claims for an answer the budget refused to send."""
+        assert self._fallback is not None
+        [extraction] = await self._fallback.extract([request])
+        note = f"{BUDGET_EXHAUSTED}: claims extracted by {self._fallback.name}, not {self.name}"
+        usage = exc.usage if extraction.usage is None else exc.usage + extraction.usage
+        return extraction.model_copy(update={"usage": usage, "notes": [*extraction.notes, note]})
 
     def _claims(self, reply: str, request: CheckRequest) -> tuple[list[Claim], list[str]]:
         """The reply's claims, the first `max_claims` of them, and the note of any cut."""

@@ -12,7 +12,6 @@ use only.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 import weakref
@@ -23,14 +22,24 @@ from types import ModuleType
 from typing import Any
 
 from refcheck_callbacks.errors import LLMCallError
+from refcheck_callbacks.llm.budget import (
+    BUDGET_EXHAUSTED,
+    Pricing,
+    Reservation,
+    SpendLedger,
+    prompt_tokens,
+)
 from refcheck_callbacks.llm.failures import classify, retry_after
 from refcheck_callbacks.llm.loading import load_litellm, unlogged, unlogged_call_flag
 from refcheck_callbacks.support.instrumentation import suppressed_instrumentation
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.support.retry import RetryPolicy
-from refcheck_callbacks.types import Usage
+from refcheck_callbacks.types import ModelSpend, Usage
 
 Message = Mapping[str, str]
+
+DEFAULT_BUDGETED_MAX_TOKENS = 4096
+"""The answer's bound, sent and reserved, for a budgeted call that names none."""
 
 TopLogprobs = list[tuple[str, float]]
 """One generated position: the likeliest tokens with their log-probabilities."""
@@ -40,13 +49,32 @@ TopLogprobs = list[tuple[str, float]]
 class _Spent:
     """What one completion has cost so far: counted while it is retried, then frozen."""
 
+    model: str
+    role: str
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    refused: int = 0
+    budget_used: float | None = None
 
     def usage(self) -> Usage:
-        return Usage(**dataclasses.asdict(self))
+        spend = ModelSpend(
+            model=self.model,
+            role=self.role,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cost_usd=self.cost_usd,
+            refused=self.refused,
+            budget_used=self.budget_used,
+        )
+        return Usage(
+            requests=self.requests,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cost_usd=self.cost_usd,
+            by_model=(spend,),
+        )
 
 
 @dataclass
@@ -69,6 +97,7 @@ class _Ask:
     temperature: float
     max_tokens: int | None
     extra: dict[str, Any]
+    role: str
 
 
 class LLMClient:
@@ -118,6 +147,14 @@ class LLMClient:
         self._semaphores = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._requests_sent = 0
+        self._ledger: SpendLedger | None = None
+        self._pricing: Pricing | None = None
+
+    def limit_spend(self, ledger: SpendLedger) -> None:
+        """Hold every call of this client to `ledger`'s budget (checked before each request).
+        Raises `BudgetError` when the model has no price and the budget caps USD."""
+        self._pricing = Pricing.of(self.model, ledger.budget, self.litellm)
+        self._ledger = ledger
 
     @property
     def requests_sent(self) -> int:
@@ -150,15 +187,18 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
+        role: str = "checker",
     ) -> Completion:
         """`n` choices for `messages`: one request with `n` where supported, else `n` requests.
 
         `extra` adds request fields of this call (on top of `completion_kwargs`), for example
         the documents a vLLM chat template reads. Raises `LLMCallError` when no choice could be
         had; a partial set of choices (some parallel requests failed) is returned as long as
-        one succeeded.
+        one succeeded. `role` (`checker`, `extractor`) labels the spend in the metrics. Under a
+        budget (`limit_spend`) a request the budget cannot hold is not sent: `LLMCallError`
+        with kind `budget_exhausted`.
         """
-        ask = _Ask(messages, temperature, max_tokens, dict(extra or {}))
+        ask = _Ask(messages, temperature, max_tokens, dict(extra or {}), role)
         try:
             if n > 1 and self.supports_n:
                 return await self._complete_with_n(ask, n)
@@ -197,7 +237,7 @@ class LLMClient:
 
     async def _complete_one(self, ask: _Ask, n: int) -> Completion:
         """One completion request, retried within the policy and the deadline."""
-        spent = _Spent()
+        spent = _Spent(self.model, ask.role)
         give_up_at = time.monotonic() + self.deadline
         attempt = 0
         while True:
@@ -207,11 +247,14 @@ class LLMClient:
                     f"no reply within the {self.deadline:g}s deadline", "deadline", spent.usage()
                 )
             attempt += 1
+            reservation = self._reserve(ask, n, spent)
             try:
                 response = await self._send(ask, n, remaining, spent)
             except LLMCallError:
+                self._release(reservation)
                 raise
             except Exception as exc:
+                self._release(reservation)
                 kind, retryable = classify(exc)
                 if not retryable or attempt > self.retry.max_retries:
                     why = "retries exhausted: " if retryable else ""
@@ -227,7 +270,31 @@ class LLMClient:
                     ) from exc
                 await asyncio.sleep(wait)
                 continue
-            return self._completion(response, spent)
+            return self._completion(response, spent, reservation)
+
+    def _reserve(self, ask: _Ask, n: int, spent: _Spent) -> Reservation | None:
+        """Hold the request's most possible spend in the budget, or refuse to send it."""
+        ledger, pricing = self._ledger, self._pricing
+        if ledger is None or pricing is None:
+            return None
+        prompt = prompt_tokens(self.model, ask.messages, self.litellm)
+        # Without max_tokens the answer has no bound to reserve: the budget sets one.
+        answer = n * (ask.max_tokens or DEFAULT_BUDGETED_MAX_TOKENS)
+        reservation = ledger.reserve(pricing.cost(prompt, answer), prompt + answer)
+        if reservation is None:
+            spent.refused += 1
+            spent.budget_used = ledger.used()
+            raise LLMCallError(
+                f"the judge budget cannot hold this call ({prompt} prompt + {answer} answer "
+                f"tokens): {ledger.used():.0%} of it is spent or held in the window",
+                BUDGET_EXHAUSTED,
+                spent.usage(),
+            )
+        return reservation
+
+    def _release(self, reservation: Reservation | None) -> None:
+        if reservation is not None and self._ledger is not None:
+            self._ledger.release(reservation)
 
     async def _send(self, ask: _Ask, n: int, remaining: float, spent: _Spent) -> Any:
         timeout = min(self.request_timeout, remaining)
@@ -247,6 +314,8 @@ class LLMClient:
             kwargs["n"] = n
         if ask.max_tokens is not None:
             kwargs["max_tokens"] = ask.max_tokens
+        elif self._ledger is not None:
+            kwargs["max_tokens"] = DEFAULT_BUDGETED_MAX_TOKENS
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
         if self.api_key is not None:
@@ -272,11 +341,21 @@ class LLMClient:
                 semaphore = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
             return semaphore
 
-    def _completion(self, response: Any, spent: _Spent) -> Completion:
+    def _completion(
+        self, response: Any, spent: _Spent, reservation: Reservation | None
+    ) -> Completion:
         usage = getattr(response, "usage", None)
-        spent.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        spent.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        spent.prompt_tokens += prompt
+        spent.completion_tokens += completion
         spent.cost_usd = self._cost(response)
+        if reservation is not None and self._ledger is not None and self._pricing is not None:
+            cost = self._pricing.cost(prompt, completion)
+            if self._pricing.per_token is not None and spent.cost_usd is not None:
+                cost = spent.cost_usd
+            self._ledger.settle(reservation, cost, prompt + completion)
+            spent.budget_used = self._ledger.used()
         texts, reasons, logprobs = [], [], []
         for choice in getattr(response, "choices", None) or []:
             message = getattr(choice, "message", None)

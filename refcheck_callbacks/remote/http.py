@@ -31,6 +31,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
 from refcheck_callbacks.errors import RemoteCallError
+from refcheck_callbacks.remote.options import RemoteOptions
 from refcheck_callbacks.remote.reply import (
     ERROR_BODY_BYTES,
     Answer,
@@ -39,16 +40,9 @@ from refcheck_callbacks.remote.reply import (
     reason,
     validated,
 )
-from refcheck_callbacks.remote.wire import (
-    DEFAULT_MAX_CALL_INPUTS,
-    DEFAULT_MAX_REPLY_BYTES,
-    DEFAULT_MAX_REQUEST_BYTES,
-    TOKEN_ENV,
-    WireCall,
-)
+from refcheck_callbacks.remote.wire import WireCall
 from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.support.logs import logger
-from refcheck_callbacks.support.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import httpx
@@ -103,49 +97,18 @@ class ServiceClient:
 
     Args:
         url: the service's base URL, with any route prefix (`http://checker:8000`).
-        token: the bearer token; default the `REFCHECK_SERVE_TOKEN` environment variable.
-        deadline: seconds one call may take, retries and waits included.
-        connect_timeout: seconds to open a connection, within the deadline.
-        concurrency: calls in flight at once (per event loop), and pooled connections.
-        retry: backoff for 429 / 502 / 503 / 504 and connection failures; its `max_backoff`
-            also caps a server's Retry-After.
-        max_request_bytes: the largest body sent; keep it at or under the service's cap.
-        max_reply_bytes: the largest reply read; a larger one fails the call (`bad_reply`).
-        max_call_inputs: claims (or answers) sent in one call at most; keep it at or under the
-            service's `--max-call-inputs`. A larger call goes in parts.
+        options: deadline, retries, caps and token (`RemoteOptions`; defaults when None).
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        token: str | None = None,
-        deadline: float = 55.0,
-        connect_timeout: float = 5.0,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-        max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS,
-    ) -> None:
+    def __init__(self, url: str, options: RemoteOptions | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"the service URL must start with http:// or https://, not {url!r}")
-        if min(deadline, connect_timeout) <= 0 or min(max_request_bytes, max_reply_bytes) < 1:
-            raise ValueError("deadline, connect_timeout, max_request_bytes, max_reply_bytes: > 0")
-        if min(concurrency, max_call_inputs) < 1:
-            raise ValueError("concurrency, max_call_inputs: at least 1")
         self._httpx = require("httpx", "remote")
         self.url = url.rstrip("/")
-        self.deadline = deadline
-        self.connect_timeout = connect_timeout
-        self.concurrency = concurrency
-        self.retry = retry or RetryPolicy(max_retries=4, backoff=0.2, max_backoff=10.0)
-        self.max_request_bytes = max_request_bytes
-        self.max_reply_bytes = max_reply_bytes
-        self.max_call_inputs = max_call_inputs
+        self.options = options = options or RemoteOptions()
         self.client_id = uuid.uuid4().hex
         """Sent with every call: the service's batch records tell callers apart by it."""
-        token = token if token is not None else os.environ.get(TOKEN_ENV)
+        token = options.bearer_token()
         self._headers = {"content-type": "application/json"}
         if token:
             self._headers["authorization"] = f"Bearer {token}"
@@ -179,14 +142,14 @@ class ServiceClient:
         `max_call_inputs`; its halves when it is over `max_request_bytes` or the service's own
         caps) with its validated reply or why it has none. Never raises for the service's
         sake; every failure is counted."""
-        if len(call) > self.max_call_inputs:
-            return await self._each(path, call.parts(self.max_call_inputs), reply_type)
+        if len(call) > self.options.max_call_inputs:
+            return await self._each(path, call.parts(self.options.max_call_inputs), reply_type)
         body = call.model_dump_json(exclude_defaults=True).encode()
         try:
-            if len(body) > self.max_request_bytes:
+            if len(body) > self.options.max_request_bytes:
                 raise RemoteCallError(
-                    f"{len(body)} bytes, over the {self.max_request_bytes}-byte cap on a request "
-                    "to the service",
+                    f"{len(body)} bytes, over the {self.options.max_request_bytes}-byte cap on "
+                    "a request to the service",
                     "too_large",
                 )
             with self._lock:
@@ -215,31 +178,31 @@ class ServiceClient:
         return exc
 
     async def _call(self, path: str, body: bytes, reply_type: type[Reply]) -> Reply:
-        give_up_at = time.monotonic() + self.deadline
+        give_up_at = time.monotonic() + self.options.deadline
         attempt = 0
         last: _Failed | None = None
         while True:
             attempt += 1
             remaining = give_up_at - time.monotonic()
             if remaining <= 0:
-                raise _out_of_time(self.deadline, attempt - 1, last)
+                raise _out_of_time(self.options.deadline, attempt - 1, last)
             outcome = await self._attempt(path, body, remaining)
             if isinstance(outcome, bytearray):
                 return validated(reply_type, outcome)
             if outcome.kind == "deadline":
-                raise _out_of_time(self.deadline, attempt, last)
+                raise _out_of_time(self.options.deadline, attempt, last)
             if outcome.kind not in ("connection", "rate_limit", "unavailable"):
                 raise RemoteCallError(outcome.message, outcome.kind)
-            if attempt > self.retry.max_retries:
+            if attempt > self.options.retry.max_retries:
                 raise RemoteCallError(
                     f"retries spent after {attempt} attempts: {outcome.message}", outcome.kind
                 )
             last = outcome
-            wait = self.retry.wait(attempt, outcome.retry_after)
+            wait = self.options.retry.wait(attempt, outcome.retry_after)
             if time.monotonic() + wait >= give_up_at:
                 raise RemoteCallError(
                     f"{outcome.message}; the next try (in {wait:.1f}s) would pass the "
-                    f"{self.deadline:g}s deadline",
+                    f"{self.options.deadline:g}s deadline",
                     outcome.kind,
                 )
             await asyncio.sleep(wait)
@@ -248,7 +211,7 @@ class ServiceClient:
         """One POST: the reply body, or why there is none."""
         httpx = self._httpx
         client, slots = self._client()
-        timeout = httpx.Timeout(remaining, connect=min(self.connect_timeout, remaining))
+        timeout = httpx.Timeout(remaining, connect=min(self.options.connect_timeout, remaining))
         token = otel_context.attach(otel_context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
             # Our own clock as well as httpx's: a server that trickles bytes, or a slot that
@@ -259,7 +222,7 @@ class ServiceClient:
         except httpx.ConnectTimeout as exc:
             return _Failed("connection", f"could not connect to {self.url}: {exc!r}")
         except (asyncio.TimeoutError, httpx.TimeoutException):
-            return _Failed("deadline", f"no reply within the {self.deadline:g}s deadline")
+            return _Failed("deadline", f"no reply within the {self.options.deadline:g}s deadline")
         except httpx.TransportError as exc:
             return _Failed("connection", f"{type(exc).__name__} talking to {self.url}: {exc}")
         finally:
@@ -285,7 +248,11 @@ class ServiceClient:
                 self.requests_sent += 1
             async with client.stream("POST", path, content=body, timeout=timeout) as response:
                 ok = response.status_code == 200
-                cap = self.max_reply_bytes if ok else min(ERROR_BODY_BYTES, self.max_reply_bytes)
+                cap = (
+                    self.options.max_reply_bytes
+                    if ok
+                    else min(ERROR_BODY_BYTES, self.options.max_reply_bytes)
+                )
                 return Answer(
                     response.status_code,
                     response.reason_phrase,
@@ -303,11 +270,11 @@ class ServiceClient:
                     base_url=self.url,
                     headers=self._headers,
                     limits=httpx.Limits(
-                        max_connections=self.concurrency,
-                        max_keepalive_connections=self.concurrency,
+                        max_connections=self.options.concurrency,
+                        max_keepalive_connections=self.options.concurrency,
                     ),
                 )
-                pair = self._clients[loop] = (client, asyncio.Semaphore(self.concurrency))
+                pair = self._clients[loop] = (client, asyncio.Semaphore(self.options.concurrency))
             return pair
 
     async def aclose(self) -> None:
@@ -329,40 +296,14 @@ class RemoteComponent:
 
     Args:
         url: the service's base URL (`http://refcheck:8000`, with any route prefix).
-        token: bearer token; default the `REFCHECK_SERVE_TOKEN` environment variable.
+        options: token, deadline, retries and caps (`RemoteOptions`; defaults when None).
         name: the component's name in results and telemetry (default "remote").
-        deadline: seconds one batch may take, retries included. Keep it under the monitor's
-            stage timeout (`StageTimeouts`: 60 s extract, 120 s check), so that a slow service
-            ends as counted errors of its own rather than a stage timeout.
-        connect_timeout, concurrency, retry, max_request_bytes, max_reply_bytes,
-            max_call_inputs: see `ServiceClient`.
     """
 
     def __init__(
-        self,
-        url: str,
-        *,
-        token: str | None = None,
-        name: str = "remote",
-        deadline: float = 55.0,
-        connect_timeout: float = 5.0,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-        max_call_inputs: int = DEFAULT_MAX_CALL_INPUTS,
+        self, url: str, options: RemoteOptions | None = None, *, name: str = "remote"
     ) -> None:
-        self.client = ServiceClient(
-            url,
-            token=token,
-            deadline=deadline,
-            connect_timeout=connect_timeout,
-            concurrency=concurrency,
-            retry=retry,
-            max_request_bytes=max_request_bytes,
-            max_reply_bytes=max_reply_bytes,
-            max_call_inputs=max_call_inputs,
-        )
+        self.client = ServiceClient(url, options)
         self.name = name
         self.served_by: str | None = None
         """The name the service gave for its component, once it has answered."""

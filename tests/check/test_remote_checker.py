@@ -19,6 +19,7 @@ import pytest
 from deadlines import SLACK
 from loopback_servers import HugeReplyServer
 from memory import peak_rss_growth
+from pydantic import ValidationError
 from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks import (
@@ -32,7 +33,9 @@ from refcheck_callbacks import (
 )
 from refcheck_callbacks.check.remote import RemoteChecker
 from refcheck_callbacks.contract.registry import build_checker
+from refcheck_callbacks.extract.remote import RemoteExtractor
 from refcheck_callbacks.llm.client import RetryPolicy
+from refcheck_callbacks.remote.options import RemoteOptions
 from refcheck_callbacks.remote.wire import (
     DEFAULT_MAX_REPLY_BYTES,
     TOKEN_ENV,
@@ -109,13 +112,34 @@ def test_one_request_carries_the_whole_batch_with_each_requests_references_once(
     assert checker.stats() == {"calls": 1, "requests_sent": 1, "failures": {}}
 
 
+def test_one_options_object_sets_checker_and_extractor_and_a_bad_value_fails_where_made(
+    llm_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, "from-the-environment")
+    options = RemoteOptions(token="given", concurrency=2, max_call_inputs=4)
+    checker, extractor = (
+        RemoteChecker(llm_server.url, options),
+        RemoteExtractor(llm_server.url, options),
+    )
+    assert checker.client.options is extractor.client.options is options
+    assert "given" not in repr(options)  # a token never lands in a log line
+    llm_server.respond(_verdicts_for)
+    _check(checker, _items(1, 6))
+    assert [len(r.body["claims"]) for r in llm_server.received] == [4, 2]
+    assert {r.headers["authorization"] for r in llm_server.received} == {"Bearer given"}
+    with pytest.raises(ValidationError, match="deadline"):
+        RemoteOptions(deadline=0)
+    with pytest.raises(ValidationError, match="max_retries"):
+        RemoteOptions(max_retries=3)  # type: ignore[call-arg]  # retry=RetryPolicy(...)
+
+
 def test_429_and_503_are_retried_after_the_servers_retry_after(
     llm_server: ScriptedOpenAIServer,
 ) -> None:
     llm_server.respond(
         _then_verdicts(_error(429, "slow down", {"retry-after": "0.25"}), _error(503, "warming up"))
     )
-    checker = RemoteChecker(llm_server.url, retry=FAST_RETRY, deadline=5)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(retry=FAST_RETRY, deadline=5))
     verdicts, _ = _check(checker, _items(1, 2))
     assert [v.label for v in verdicts] == [Label.ENTAILMENT, Label.CONTRADICTION]
     first, second, _ = llm_server.received
@@ -125,7 +149,7 @@ def test_429_and_503_are_retried_after_the_servers_retry_after(
 
 def test_a_long_retry_after_is_capped(llm_server: ScriptedOpenAIServer) -> None:
     llm_server.respond(_then_verdicts(_error(503, "maintenance", {"retry-after": "3600"})))
-    checker = RemoteChecker(llm_server.url, retry=FAST_RETRY, deadline=5)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(retry=FAST_RETRY, deadline=5))
     verdicts, elapsed = _check(checker, _items(1, 1))
     assert verdicts[0].label is Label.ENTAILMENT
     assert elapsed < FAST_RETRY.max_backoff + SLACK
@@ -138,7 +162,8 @@ def test_retries_that_would_pass_the_deadline_end_as_counted_errors_in_time(
     llm_server.respond(lambda r: _error(503, "overloaded", {"retry-after": "3"}))
     deadline = 1.2
     checker = RemoteChecker(
-        llm_server.url, retry=RetryPolicy(max_retries=10, max_backoff=3), deadline=deadline
+        llm_server.url,
+        RemoteOptions(retry=RetryPolicy(max_retries=10, max_backoff=3), deadline=deadline),
     )
     verdicts, elapsed = _check(checker, _items(1, 2))
     assert elapsed < deadline + SLACK
@@ -149,9 +174,9 @@ def test_retries_that_would_pass_the_deadline_end_as_counted_errors_in_time(
 
 def test_a_slow_service_is_given_up_at_the_deadline(llm_server: ScriptedOpenAIServer) -> None:
     llm_server.respond(lambda r: Reply(delay=10, raw=b"{}"))
-    checker = RemoteChecker(llm_server.url, deadline=0.6)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(deadline=0.6))
     verdicts, elapsed = _check(checker, _items(1, 1))
-    assert elapsed < checker.client.deadline + SLACK
+    assert elapsed < checker.client.options.deadline + SLACK
     assert verdicts[0].label is None and "deadline" in (verdicts[0].error or "")
 
 
@@ -160,7 +185,7 @@ def test_a_deadline_reached_after_failed_tries_names_what_the_tries_met(
 ) -> None:
     # Refused, then too slow: the failure counted is the refusal, and the message says both.
     llm_server.respond(_then_verdicts(_error(503, "warming up"), Reply(delay=10, raw=b"{}")))
-    checker = RemoteChecker(llm_server.url, retry=FAST_RETRY, deadline=0.8)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(retry=FAST_RETRY, deadline=0.8))
     verdicts, _ = _check(checker, _items(1, 1))
     error = verdicts[0].error or ""
     assert verdicts[0].label is None and "(unavailable)" in error, error
@@ -175,9 +200,11 @@ def _closed_port() -> int:
 
 
 def test_a_service_that_is_down_is_retried_then_failed_within_the_deadline() -> None:
-    checker = RemoteChecker(f"http://127.0.0.1:{_closed_port()}", retry=FAST_RETRY, deadline=1.0)
+    checker = RemoteChecker(
+        f"http://127.0.0.1:{_closed_port()}", RemoteOptions(retry=FAST_RETRY, deadline=1.0)
+    )
     verdicts, elapsed = _check(checker, _items(2, 2))
-    assert elapsed < checker.client.deadline + SLACK
+    assert elapsed < checker.client.options.deadline + SLACK
     assert all(v.label is None and "connection" in (v.error or "") for v in verdicts)
     stats = checker.stats()
     assert stats["calls"] == 1 and stats["failures"] == {"connection": 1}
@@ -188,7 +215,7 @@ def test_a_rejected_call_is_not_retried_and_says_what_the_service_said(
     llm_server: ScriptedOpenAIServer,
 ) -> None:
     llm_server.respond(lambda r: _error(401, "the bearer token is wrong"))
-    checker = RemoteChecker(llm_server.url, token="wrong", retry=FAST_RETRY)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(token="wrong", retry=FAST_RETRY))
     verdicts, _ = _check(checker, _items(1, 2))
     assert len(llm_server.received) == 1
     assert all("the bearer token is wrong" in (v.error or "") for v in verdicts)
@@ -219,7 +246,7 @@ def test_a_batch_over_the_size_cap_is_split_in_order_and_an_unsendable_request_f
     llm_server.respond(_verdicts_for)
     huge = _items(1, 2, text="x" * 6000)
     items = _items(4, 2) + [i.model_copy(update={"request_id": "huge"}) for i in huge]
-    checker = RemoteChecker(llm_server.url, max_request_bytes=4000)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(max_request_bytes=4000))
     verdicts, _ = _check(checker, items)
     assert len(llm_server.received) >= 2
     assert all(len(r.body["claims"]) > 1 for r in llm_server.received)  # never one per claim
@@ -233,7 +260,7 @@ def test_a_batch_over_the_call_limit_goes_in_parts_and_a_request_over_it_is_cut(
 ) -> None:
     llm_server.respond(_verdicts_for)
     items = _items(2, 3) + [i.model_copy(update={"request_id": "long"}) for i in _items(1, 10)]
-    checker = RemoteChecker(llm_server.url, max_call_inputs=4)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(max_call_inputs=4))
     verdicts, _ = _check(checker, items)
     sent = llm_server.received
     assert sorted(len(r.body["claims"]) for r in sent) == [2, 3, 3, 4, 4]
@@ -246,7 +273,7 @@ def test_a_batch_over_the_call_limit_goes_in_parts_and_a_request_over_it_is_cut(
 
 def test_calls_in_flight_are_bounded_by_concurrency(llm_server: ScriptedOpenAIServer) -> None:
     llm_server.respond(lambda r: Reply(delay=0.15, raw=_verdicts_for(r).raw))
-    checker = RemoteChecker(llm_server.url, concurrency=2)
+    checker = RemoteChecker(llm_server.url, RemoteOptions(concurrency=2))
 
     async def many() -> list[list[Verdict]]:
         return await asyncio.gather(*(checker.check(_items(1, 1)) for _ in range(6)))
@@ -257,13 +284,15 @@ def test_calls_in_flight_are_bounded_by_concurrency(llm_server: ScriptedOpenAISe
 
 
 def test_in_a_monitor_results_say_service_and_a_dead_service_is_a_counted_error() -> None:
-    up = RemoteChecker(f"http://127.0.0.1:{_closed_port()}", retry=FAST_RETRY, deadline=0.5)
+    up = RemoteChecker(
+        f"http://127.0.0.1:{_closed_port()}", RemoteOptions(retry=FAST_RETRY, deadline=0.5)
+    )
     with RefCheckMonitor(checker=up, exporters=[]) as monitor:
         result = monitor.check(answer="Paris is in France.", references=["Paris is in France."])
     assert result.placement is Placement.SERVICE
     assert result.outcome is Outcome.ERROR and result.error_type == "CheckError"
     assert "remote check failed (connection)" in (result.message or "")
-    assert result.timings["check"] < up.client.deadline + SLACK
+    assert result.timings["check"] < up.client.options.deadline + SLACK
 
 
 def test_the_remote_spec_builds_remote_components(llm_server: ScriptedOpenAIServer) -> None:
@@ -313,13 +342,13 @@ def test_a_huge_reply_fails_at_the_cap_without_being_read_whole(declared: bool) 
     length = f"Content-Length: {HUGE}\r\n" if declared else ""
     head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{length}Connection: close\r\n\r\n"
     server = HugeReplyServer(head.encode() + b'{"checker": "x", "verdicts": [', HUGE)
-    checker = RemoteChecker(server.url, deadline=30)
+    checker = RemoteChecker(server.url, RemoteOptions(deadline=30))
     try:
         with peak_rss_growth() as growth:
             verdicts, elapsed = _check(checker, _items(1, 2))
     finally:
         server.close()
-    assert elapsed < checker.client.deadline + SLACK
+    assert elapsed < checker.client.options.deadline + SLACK
     assert all(v.label is None and "(bad_reply)" in (v.error or "") for v in verdicts)
     assert "reply larger than 67,108,864 bytes" in (verdicts[0].error or "")
     assert checker.stats()["failures"] == {"bad_reply": 1}

@@ -36,6 +36,7 @@ from refcheck_callbacks import (
     CheckResult,
     Evidence,
     Label,
+    ModelSpend,
     RefCheckMonitor,
     Usage,
     Verdict,
@@ -64,8 +65,22 @@ class ScriptedChecker:
         return [self._verdict(item) for item in items]
 
     def _verdict(self, item: CheckItem) -> Verdict:
-        usage = Usage(prompt_tokens=40, completion_tokens=4, requests=1, cost_usd=0.0001)
-        if "broken" in item.claim.text:
+        broken = "broken" in item.claim.text
+        # Spend by model and role, as an LLM judge under a JudgeBudget reports it; a broken
+        # claim also stands for a call the budget refused.
+        spend = ModelSpend(
+            model="scripted-judge",
+            role="checker",
+            prompt_tokens=40,
+            completion_tokens=4,
+            cost_usd=0.0001,
+            refused=int(broken),
+            budget_used=0.5,
+        )
+        usage = Usage(
+            prompt_tokens=40, completion_tokens=4, requests=1, cost_usd=0.0001, by_model=(spend,)
+        )
+        if broken:
             return Verdict(label=None, error="scripted failure", usage=usage)
         label = next(label for word, label in LABEL_WORDS.items() if word in item.claim.text)
         first = item.references[0]

@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from refcheck_callbacks.alerting.rules import RECORDED
+from refcheck_callbacks.alerting.share_rules import BASELINE_READY, SHARES
+from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.alert_rules import RECORDED
-from refcheck_callbacks.exporters.share_rules import BASELINE_READY, SHARES
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "refcheck-dashboard.json"
 _METRIC = r"(?<![\w:])(?:job:)?refcheck_[a-z_:]+(?=[{[])"
@@ -92,3 +93,16 @@ def test_the_feedback_agreement_rate_is_plotted() -> None:
     numerator, denominator = rate.split(" / ")
     assert agreed in numerator and "agreed" not in denominator
     assert any(names.FEEDBACK_LABEL.replace(".", "_") in expr for expr in feedback)
+
+
+def test_judge_budgets_are_plotted_by_model_and_role_with_the_alerts_threshold() -> None:
+    dashboard = _dashboard()
+    [budget] = [p for p in dashboard["panels"] if "Judge budget" in p["title"]]
+    exprs = [t["expr"] for t in budget["targets"]]
+    by = "job, gen_ai_request_model, refcheck_llm_role"
+    assert exprs[0].startswith(f"max by ({by}) ({names.PROMETHEUS[names.LLM_BUDGET_UTILIZATION]}")
+    assert names.PROMETHEUS[names.LLM_BUDGET_FALLBACKS] in exprs[1] and by in exprs[1]
+    steps = budget["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps[-1]["value"] == AlertTunables().judge_budget.threshold
+    [spend] = [p for p in dashboard["panels"] if p["title"] == "LLM spend by model and role"]
+    assert all(by in t["expr"] for t in spend["targets"])

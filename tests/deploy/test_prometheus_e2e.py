@@ -26,11 +26,11 @@ import pytest
 import yaml
 from feedback_records import calibrate_records
 
+from refcheck_callbacks.alerting.rules import rules_yaml
+from refcheck_callbacks.alerting.share_rules import BASELINE_READY, CONTRADICTION
+from refcheck_callbacks.alerting.tunables import duration_seconds
 from refcheck_callbacks.cli.alert_rules import parse_settings
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.alert_rules import rules_yaml
-from refcheck_callbacks.exporters.alert_tunables import duration_seconds
-from refcheck_callbacks.exporters.share_rules import BASELINE_READY, CONTRADICTION
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "refcheck-dashboard.json"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from refcheck_callbacks.alert_sim.rule_tests import rule_tests_yaml
+from refcheck_callbacks.alerting.rules import RECORDED, alert_rules, rules_yaml
+from refcheck_callbacks.alerting.simulator.rule_tests import rule_tests_yaml
 from refcheck_callbacks.cli.main import main
 from refcheck_callbacks.exporters import names
-from refcheck_callbacks.exporters.alert_rules import RECORDED, alert_rules, rules_yaml
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = PROMETHEUS_DIR / "refcheck-alerts.yml"
@@ -25,9 +25,12 @@ SIMULATED_TESTS = PROMETHEUS_DIR / "refcheck-alerts.sim.test.yml"
 ALERTS = {
     "RefCheckContradictionRise",
     "RefCheckHallucinationRise",
+    "RefCheckNewServiceContradiction",
+    "RefCheckNewServiceHallucination",
     "RefCheckCheckerErrors",
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
+    "RefCheckJudgeBudgetNearlySpent",
 }
 
 

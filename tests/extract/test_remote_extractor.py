@@ -11,6 +11,7 @@ from scripted_openai_server import Reply, ScriptedOpenAIServer
 
 from refcheck_callbacks import CheckRequest
 from refcheck_callbacks.extract.remote import RemoteExtractor
+from refcheck_callbacks.remote.options import RemoteOptions
 
 ANSWERS = [CheckRequest(answer="Paris is in France."), CheckRequest(answer="Rome is old.")]
 
@@ -33,7 +34,7 @@ def test_a_reply_it_cannot_trust_fails_every_answer_of_the_call(
     llm_server: ScriptedOpenAIServer, body: bytes, max_reply_bytes: int, words: str
 ) -> None:
     llm_server.respond(lambda received: Reply(raw=body))
-    extractor = RemoteExtractor(llm_server.url, max_reply_bytes=max_reply_bytes)
+    extractor = RemoteExtractor(llm_server.url, RemoteOptions(max_reply_bytes=max_reply_bytes))
     extractions = asyncio.run(extractor.extract(ANSWERS))
     assert len(extractions) == 2
     assert all("(bad_reply)" in (e.error or "") and words in (e.error or "") for e in extractions)

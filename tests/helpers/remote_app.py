@@ -35,6 +35,7 @@ from refcheck_callbacks.exporters.opentelemetry import OpenTelemetryExporter
 from refcheck_callbacks.extract.remote import RemoteExtractor
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 from refcheck_callbacks.llm.client import RetryPolicy
+from refcheck_callbacks.remote.options import RemoteOptions
 
 
 def _summary(result: CheckResult, spans: InMemorySpanExporter, app_span: int) -> dict[str, Any]:
@@ -67,9 +68,9 @@ def main() -> int:
     provider.add_span_processor(SimpleSpanProcessor(spans))
     tracer = provider.get_tracer("app")
     retry = RetryPolicy(max_retries=3, backoff=0.1, max_backoff=0.5)
-    checker = RemoteChecker(args.url, deadline=args.deadline, retry=retry)
+    checker = RemoteChecker(args.url, RemoteOptions(deadline=args.deadline, retry=retry))
     extractor = (
-        RemoteExtractor(args.url, deadline=args.deadline, retry=retry)
+        RemoteExtractor(args.url, RemoteOptions(deadline=args.deadline, retry=retry))
         if args.remote_extractor
         else SentenceExtractor()
     )

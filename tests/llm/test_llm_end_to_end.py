@@ -141,13 +141,23 @@ def test_a_langchain_answer_is_checked_by_llms_and_exported(
     claims = {p.attributes[names.VERDICT]: p.value for p in telemetry.points(names.CLAIMS).values()}
     assert claims == {"entailment": 1, "contradiction": 1}
     tokens = {
-        p.attributes[names.GEN_AI_TOKEN_TYPE]: p.value
+        tuple(
+            p.attributes[k]
+            for k in (names.LLM_ROLE, names.GEN_AI_REQUEST_MODEL, names.GEN_AI_TOKEN_TYPE)
+        ): p.value
         for p in telemetry.points(names.LLM_TOKENS).values()
     }
-    assert tokens == {"input": 100 + 400, "output": 20 + 80}  # extraction + judge
+    assert tokens == {  # spend by model and role: the extraction, then the judge
+        ("extractor", UNPRICED_MODEL, "input"): 100,
+        ("extractor", UNPRICED_MODEL, "output"): 20,
+        ("checker", PRICED_MODEL, "input"): 400,
+        ("checker", PRICED_MODEL, "output"): 80,
+    }
     [cost] = telemetry.points(names.LLM_COST).values()
     assert cost.value == pytest.approx(result.usage.cost_usd if result.usage else -1)
     assert cost.value > 0  # the judge's model has a price in litellm; the extractor's has none
+    assert cost.attributes[names.GEN_AI_REQUEST_MODEL] == PRICED_MODEL
+    assert [v.decided_by for v in result.verdicts] == ["llm-adherence"] * 2
 
 
 def test_a_refusal_abstains_without_calling_the_judge(

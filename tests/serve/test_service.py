@@ -33,6 +33,7 @@ from refcheck_callbacks.check.embedded.checker import EmbeddedChecker  # noqa: E
 from refcheck_callbacks.check.nli.checker import NLIChecker  # noqa: E402
 from refcheck_callbacks.check.remote import RemoteChecker  # noqa: E402
 from refcheck_callbacks.contract.components import Checker  # noqa: E402
+from refcheck_callbacks.remote.options import RemoteOptions  # noqa: E402
 from refcheck_callbacks.remote.wire import CheckCall  # noqa: E402
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application  # noqa: E402
 from refcheck_callbacks.serve.component import BatchSettings  # noqa: E402
@@ -292,7 +293,10 @@ def test_a_caller_with_a_large_call_holds_the_replica_for_one_part_at_a_time(
     services: dict[str, str],
 ) -> None:
     url = services["poisoned"]
-    big, small = RemoteChecker(url, token=TOKEN), RemoteChecker(url, token=TOKEN)
+    big, small = (
+        RemoteChecker(url, RemoteOptions(token=TOKEN)),
+        RemoteChecker(url, RemoteOptions(token=TOKEN)),
+    )
     finished: list[RemoteChecker] = []
 
     async def call(checker: RemoteChecker, items: list[CheckItem], after: float) -> list[Verdict]:
@@ -330,7 +334,7 @@ def test_a_call_over_the_claim_limit_gets_a_413_and_a_client_with_a_higher_limit
         "the call holds 1,001 claims; this service takes at most 1,000 claims per call: split "
         "it into calls of at most 1,000" in refused.json()["message"]
     )
-    checker = RemoteChecker(url, token=TOKEN, max_call_inputs=4096)
+    checker = RemoteChecker(url, RemoteOptions(token=TOKEN, max_call_inputs=4096))
     verdicts = asyncio.run(checker.check(_claims("over", MAX_CALL_INPUTS + 1)))
     assert None not in _labels(verdicts) and len(verdicts) == MAX_CALL_INPUTS + 1
     assert checker.stats()["failures"] == {} and checker.stats()["calls"] == 3

@@ -15,10 +15,12 @@ import asyncio
 from collections import Counter
 from collections.abc import Sequence
 
+from refcheck_callbacks.check.fallback import BudgetFallback
 from refcheck_callbacks.check.judge.parse import Judgement, parse_judgements
 from refcheck_callbacks.check.judge.preset_calls import preset_verdict
 from refcheck_callbacks.check.judge.presets import PRESETS, JudgePreset
 from refcheck_callbacks.check.judge.prompt import JudgeMode, judge_messages
+from refcheck_callbacks.llm.budget import JudgeBudget, SpendLedger
 from refcheck_callbacks.llm.client import Completion, LLMCallError, LLMClient, as_client
 from refcheck_callbacks.llm.data_blocks import new_nonce
 from refcheck_callbacks.support.logs import logger
@@ -31,8 +33,9 @@ _SEVERITY = {Label.ENTAILMENT: 0, Label.NEUTRAL: 1, Label.CONTRADICTION: 2}
 def split_usage(usage: Usage, parts: int) -> list[Usage]:
     """A call's usage shared among the claims it judged, so the per-request sums stay exact.
 
-    Tokens are divided evenly (the remainder goes to the first claim); the request count goes
-    to the first claim only; the cost is divided evenly.
+    Tokens are divided evenly (the remainder goes to the first claim); the request count and
+    the spend by model (`by_model`, for the metrics) go to the first claim only; the cost is
+    divided evenly.
     """
     prompt, completion = divmod(usage.prompt_tokens, parts), divmod(usage.completion_tokens, parts)
     cost = None if usage.cost_usd is None else usage.cost_usd / parts
@@ -42,6 +45,7 @@ def split_usage(usage: Usage, parts: int) -> list[Usage]:
             completion_tokens=completion[0] + (completion[1] if i == 0 else 0),
             requests=usage.requests if i == 0 else 0,
             cost_usd=cost,
+            by_model=usage.by_model if i == 0 else (),
         )
         for i in range(parts)
     ]
@@ -93,6 +97,10 @@ class LLMChecker:
             "granite-guardian"; see `judge.presets`): one call per claim (and per chunk of
             long references), P(supported) from the answer's log-probabilities. Presets judge
             adherence to the references, one poll, no hallucination types.
+        budget: a hard cap on this judge's spend (`JudgeBudget`: USD and / or tokens per
+            rolling window); a call it cannot hold is not sent, and its claims go to the
+            budget's fallback checker. A monitor's `judge_budget` sets one for its judge and
+            LLM extractor together (`limit_spend`).
     """
 
     def __init__(
@@ -110,6 +118,7 @@ class LLMChecker:
         max_reference_chars: int = 32_000,
         max_tokens_per_claim: int = 300,
         preset: str | None = None,
+        budget: JudgeBudget | None = None,
     ) -> None:
         self.preset = _preset(preset, polls, JudgeMode(mode), hallucination_types)
         if polls < 1:
@@ -128,8 +137,23 @@ class LLMChecker:
         self.needs_references = self.mode is JudgeMode.ADHERENCE
         """A correctness judge checks claims against the world, not against references."""
         self.name = f"llm-{self.preset.name if self.preset else self.mode.value}"
+        self._fallback: BudgetFallback | None = None
+        if budget is not None:
+            self.limit_spend(SpendLedger(budget))
+
+    def limit_spend(self, ledger: SpendLedger) -> None:
+        """Hold this judge's calls to `ledger`'s budget, with its fallback checker for the
+        claims of a refused call. Raises `BudgetError` for a model it cannot price."""
+        self.client.limit_spend(ledger)
+        self._fallback = BudgetFallback(ledger.budget.fallback_checker)
 
     async def check(self, items: Sequence[CheckItem]) -> list[Verdict]:
+        verdicts = await self._judged(items)
+        if self._fallback is None:
+            return verdicts
+        return await self._fallback.recheck(items, verdicts)
+
+    async def _judged(self, items: Sequence[CheckItem]) -> list[Verdict]:
         if self.preset is not None:
             preset = self.preset
             return list(

@@ -31,7 +31,10 @@ async def preset_verdict(client: LLMClient, preset: JudgePreset, item: CheckItem
     best = max(known, key=lambda pair: pair[0], default=None)
     errors = [r.error for r in readings if r.error]
     if best is None or (best[0] <= 0.5 and errors):
-        return Verdict(label=None, error=errors[0] if errors else "no answer", usage=usage)
+        kinds = {r.kind for r in readings if r.error}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        error = errors[0] if errors else "no answer"
+        return Verdict(label=None, error=error, error_type=kind, usage=usage)
     support, chunk = best
     return _verdict(preset, item, support, chunk, usage)
 
@@ -48,7 +51,7 @@ async def _ask(
             extra={**preset.request, **prompt.extra},
         )
     except LLMCallError as exc:
-        return Reading(None, f"{preset.title} call failed: {exc}"), exc.usage
+        return Reading(None, f"{preset.title} call failed: {exc}", exc.kind), exc.usage
     except Exception as exc:
         logger.exception("refcheck: the %s judge failed unexpectedly", preset.title)
         return Reading(None, f"{preset.title} failed: {type(exc).__name__}: {exc}"), Usage()

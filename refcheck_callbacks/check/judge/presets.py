@@ -42,6 +42,8 @@ class Reading:
 
     support: float | None
     error: str | None = None
+    kind: str | None = None
+    """The failed call's `LLMCallError.kind` (`budget_exhausted`, `timeout`, ...)."""
 
 
 @dataclass(frozen=True)

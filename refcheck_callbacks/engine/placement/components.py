@@ -13,7 +13,13 @@ import pickle
 from dataclasses import dataclass
 
 from refcheck_callbacks.check.calibration.file import Calibration
-from refcheck_callbacks.contract.components import Checker, Extractor, implementing, preload
+from refcheck_callbacks.contract.components import (
+    Checker,
+    Extractor,
+    implementing,
+    limit_spend,
+    preload,
+)
 from refcheck_callbacks.contract.registry import (
     CHECKERS,
     EXTRACTORS,
@@ -26,6 +32,8 @@ from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, StageTimeouts
 from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.errors import PlacementError
+from refcheck_callbacks.llm.budget import JudgeBudget, SpendLedger
+from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import Placement
 
 
@@ -50,6 +58,9 @@ class Settings:
     """The conflict stage: a spec, a finder or a factory (`contract.registry`)."""
     calibration: Calibration | None = None
     """The app's decision points (`check.calibration`); sent by value to a child process."""
+    judge_budget: JudgeBudget | None = None
+    """One spend cap for the extractor's and checker's LLM calls together (`llm.budget`),
+    applied where the pipeline is built: in the child for a checking process."""
 
     def pipeline(
         self,
@@ -58,6 +69,15 @@ class Settings:
         redact: Redactor | None = None,
         runs_in: Placement = Placement.THREAD,
     ) -> Pipeline:
+        if self.judge_budget is not None:
+            ledger = SpendLedger(self.judge_budget)
+            held = [limit_spend(component, ledger) for component in (extractor, checker)]
+            if not any(held):
+                logger.warning(
+                    "refcheck: judge_budget is set, but neither %s nor %s calls an LLM",
+                    extractor.name,
+                    checker.name,
+                )
         return Pipeline(
             extractor,
             checker,

@@ -2,38 +2,44 @@
 
 `deploy/prometheus/refcheck-alerts.yml` is `alert_rules(AlertTunables())` as YAML (a test keeps
 the two equal); `refcheck alert-rules --set share_test.z=4` writes the rules with any threshold,
-window or `for` duration changed (`alert_tunables`). Metric names are those of `names.PROMETHEUS`.
+window or `for` duration changed (`alerting.tunables`). Metric names are those of
+`exporters.names.PROMETHEUS`.
 
-The share alerts (a service against its own baseline) are `share_rules`'. The others here keep
-issue 18's lessons: every ratio needs a minimum volume, so a handful of answers cannot page; a
-series that does not exist yet counts as zero where that is what it means, never as "no data"
-(which would silence the comparison); counters that reset on a restart are read with `rate` /
-`increase`, which handle resets.
+The share alerts (a service against its own baseline, and a new one against an absolute level)
+are `share_rules`'. The others here keep issue 18's lessons: every ratio needs a minimum
+volume, so a handful of answers cannot page; a series that does not exist yet counts as zero
+where that is what it means, never as "no data" (which would silence the comparison); counters
+that reset on a restart are read with `rate` / `increase`, which handle resets.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from refcheck_callbacks.exporters.alert_tunables import (
+from refcheck_callbacks.alerting.share_rules import (
+    RECORDED,
+    SHARES,
+    level_alert,
+    share_alert,
+    share_recording_rules,
+)
+from refcheck_callbacks.alerting.tunables import (
     AlertTunables,
     CheckerErrors,
     DroppedEvaluations,
+    JudgeBudgetNearlySpent,
     StalledChecker,
     changed_tunables,
 )
 from refcheck_callbacks.exporters.names import (
     CLAIMS,
     DROPPED,
+    GEN_AI_REQUEST_MODEL,
+    LLM_BUDGET_UTILIZATION,
+    LLM_ROLE,
     PROMETHEUS,
     QUEUE_SIZE,
     RESPONSES,
-)
-from refcheck_callbacks.exporters.share_rules import (
-    RECORDED,
-    SHARES,
-    share_alert,
-    share_recording_rules,
 )
 from refcheck_callbacks.support import yaml_text
 
@@ -132,16 +138,48 @@ def _stalled_alert(stalled: StalledChecker) -> dict[str, Any]:
     )
 
 
+def _label(attribute: str) -> str:
+    """An attribute as the Prometheus exporter renders its label (`names.PROMETHEUS`)."""
+    return attribute.replace(".", "_")
+
+
+def _budget_alert(budget: JudgeBudgetNearlySpent) -> dict[str, Any]:
+    by = f"job, {_label(GEN_AI_REQUEST_MODEL)}, {_label(LLM_ROLE)}"
+    return _alert(
+        "RefCheckJudgeBudgetNearlySpent",
+        f"max by ({by}) ({PROMETHEUS[LLM_BUDGET_UTILIZATION]}) > {budget.threshold:g}",
+        budget,
+        {
+            "summary": "{{ $labels.job }}: the judge budget of {{ $labels.gen_ai_request_model }}"
+            " is {{ $value | humanizePercentage }} spent",
+            "description": "{{ $labels.job }}'s LLM "
+            "{{ $labels.refcheck_llm_role }} ({{ $labels.gen_ai_request_model }}) has spent or "
+            "holds {{ $value | humanizePercentage }} of its JudgeBudget in the rolling window. "
+            "Once it is spent, its calls are not sent and their claims go to the fallback "
+            "checker (refcheck_llm_budget_fallbacks_total counts them): verdicts get cheaper "
+            "and less exact until older spend leaves the window.",
+            "runbook": "1. Check the spend panels: a traffic rise (more answers checked), "
+            "longer prompts (more or longer documents), or a new model with a higher price? "
+            "2. If the spend is expected, raise the budget (JudgeBudget usd / tokens, "
+            "REFCHECK_JUDGE_BUDGET_USD / _TOKENS) or check a sample (sample_rate). 3. Or put "
+            "a cheaper stage first: a cascade (`cascade:embedded[margin]>llm:...`) sends the "
+            "judge only the claims the embedded checker is unsure of.",
+        },
+    )
+
+
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
     """The rule file's content: one group, recording rules first (alerts read them at the
-    same evaluation), then the five alerts."""
+    same evaluation), then the eight alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
         *(share_alert(share, tunables) for share in SHARES),
+        *(level_alert(share, tunables) for share in SHARES),
         _errors_alert(tunables.checker_errors),
         _dropped_alert(tunables.dropped_evaluations),
         _stalled_alert(tunables.stalled_checker),
+        _budget_alert(tunables.judge_budget),
     ]
     return {"groups": [{"name": "refcheck", "rules": rules}]}
 
@@ -153,8 +191,8 @@ OpenTelemetry Collector's Prometheus exporter) renders them: `refcheck.claims` b
 (see refcheck_callbacks/exporters/names.py). Everything is grouped by `job`: the scrape job, or
 service.name when the metrics come through a collector.
 
-Written by `refcheck alert-rules` (refcheck_callbacks/exporters/alert_rules.py, which explains
-each rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
+Written by `refcheck alert-rules` (refcheck_callbacks/alerting/rules.py, which explains each
+rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
 rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml`
 (deploy/prometheus; the second is written by the traffic simulator)."""
 

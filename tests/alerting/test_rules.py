@@ -10,21 +10,21 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from refcheck_callbacks.exporters.alert_rules import alert_rules
-from refcheck_callbacks.exporters.alert_tunables import (
+from refcheck_callbacks.alerting.rules import alert_rules
+from refcheck_callbacks.alerting.share_rules import (
+    BY_VERDICT,
+    CONTRADICTION,
+    HALLUCINATION,
+    number,
+    wilson_terms,
+)
+from refcheck_callbacks.alerting.tunables import (
     AlertTunables,
     ShareRise,
     ShareTest,
     changed_tunables,
     duration_seconds,
     format_duration,
-)
-from refcheck_callbacks.exporters.share_rules import (
-    BY_VERDICT,
-    CONTRADICTION,
-    HALLUCINATION,
-    number,
-    wilson_terms,
 )
 
 

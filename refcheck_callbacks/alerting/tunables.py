@@ -117,6 +117,36 @@ class ShareRise(_Tunables):
     severity: str = _severity("page")
 
 
+class ShareLevel(_Tunables):
+    """A new service's share of claims significantly above an absolute level: while it has no
+    baseline (onboarding), the fast or slow window's lower bound exceeds `level`. A broken
+    launch pages without waiting a day for a baseline; once the service has one, the rise
+    alerts compare it with itself and this one stays quiet."""
+
+    level: Share
+    """The absolute share (each share's own default below)."""
+    pending_for: Duration = _pending_for("2m")
+    severity: str = _severity("page")
+
+
+class ContradictionLevel(ShareLevel):
+    level: Share = Field(
+        0.2,
+        description="the contradicted share a new service's lower bound must exceed: above what "
+        "a checker contradicts of supported claims (the default checker: 0 to 4% on the shared "
+        "sets; raise it for one that contradicts more)",
+    )
+
+
+class HallucinationLevel(ShareLevel):
+    level: Share = Field(
+        0.8,
+        description="the unsupported share a new service's lower bound must exceed: above the "
+        "neutral + contradicted share of fully supported answers (the default checker: 2 to 59% "
+        "on the shared sets)",
+    )
+
+
 class CheckerErrors(_Tunables):
     """Answers whose check failed or timed out, or claims that got no verdict."""
 
@@ -146,15 +176,27 @@ class StalledChecker(_Tunables):
     severity: str = _severity("page")
 
 
+class JudgeBudgetNearlySpent(_Tunables):
+    """An LLM judge or extractor whose budget (`JudgeBudget`) is nearly spent in its window:
+    soon its claims go to the fallback checker."""
+
+    threshold: Share = Field(0.9, description="the share of the budget spent or held")
+    pending_for: Duration = _pending_for("5m")
+    severity: str = _severity("warning")
+
+
 class AlertTunables(_Tunables):
     """Every threshold, window and duration of the generated rules; defaults are the shipped."""
 
     share_test: ShareTest = ShareTest()
     contradiction_rise: ShareRise = ShareRise()
     hallucination_rise: ShareRise = ShareRise()
+    contradiction_level: ContradictionLevel = ContradictionLevel()
+    hallucination_level: HallucinationLevel = HallucinationLevel()
     checker_errors: CheckerErrors = CheckerErrors()
     dropped_evaluations: DroppedEvaluations = DroppedEvaluations()
     stalled_checker: StalledChecker = StalledChecker()
+    judge_budget: JudgeBudgetNearlySpent = JudgeBudgetNearlySpent()
 
     @property
     def baseline_offset(self) -> str:

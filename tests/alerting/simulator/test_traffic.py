@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from bench_reports import write_bench_json
 
-from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters, rates_from_bench
+from refcheck_callbacks.alerting.simulator.traffic import (
+    LabelRates,
+    Traffic,
+    counters,
+    rates_from_bench,
+)
 
 RATES = LabelRates(name="set", supported=(0.7, 0.2, 0.1), unsupported=(0.2, 0.5, 0.3))
 

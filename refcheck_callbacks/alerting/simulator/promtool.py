@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from refcheck_callbacks.alert_sim.replay import onsets
-from refcheck_callbacks.alert_sim.traffic import VERDICTS
+from refcheck_callbacks.alerting.simulator.replay import onsets
+from refcheck_callbacks.alerting.simulator.traffic import VERDICTS
+from refcheck_callbacks.alerting.tunables import duration_seconds
 from refcheck_callbacks.errors import PromtoolError
-from refcheck_callbacks.exporters.alert_tunables import duration_seconds
 from refcheck_callbacks.exporters.names import CLAIMS, HALLUCINATION_RATIO, PROMETHEUS
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The share alerts (`exporters.share_rules`) evaluated with numpy, minute by minute.
+"""The share alerts (`alerting.share_rules`: rises and new-service levels) evaluated with numpy,
+minute by minute.
 
 Fast enough for thousands of simulated days, and exact: on counters sampled every minute from
 0, Prometheus 2.x's `increase` over `[w] offset o` at minute t reads the samples t-o-w .. t-o
@@ -13,9 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from refcheck_callbacks.alert_sim.traffic import VERDICTS
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables, ShareRise, duration_seconds
-from refcheck_callbacks.exporters.share_rules import SHARES, Share, wilson_terms
+from refcheck_callbacks.alerting.share_rules import SHARES, Share, wilson_terms
+from refcheck_callbacks.alerting.simulator.traffic import VERDICTS
+from refcheck_callbacks.alerting.tunables import (
+    AlertTunables,
+    ShareLevel,
+    ShareRise,
+    duration_seconds,
+)
 from refcheck_callbacks.support.extras import require
 
 if TYPE_CHECKING:
@@ -81,21 +87,27 @@ def replay(counts: np.ndarray, tunables: AlertTunables | None = None) -> dict[st
         counts, whole_minutes(test.baseline_window), whole_minutes(tunables.baseline_offset)
     )
     checked_baseline = baseline.sum(axis=-1)
+    ready = checked_baseline >= test.min_baseline_claims
+    checked = {name: window.sum(axis=-1) for name, window in windows.items()}
+    min_claims = {"fast": test.fast_min_claims, "slow": test.slow_min_claims}
     firing = {}
     for share in SHARES:
         rise: ShareRise = getattr(tunables, share.key)
+        level: ShareLevel = getattr(tunables, share.level_key)
+        effects = {"fast": rise.fast_min_effect, "slow": rise.slow_min_effect}
         upper = _wilson(_part(baseline, share), checked_baseline, test.z, +1.0)
-        upper[~(checked_baseline >= test.min_baseline_claims)] = numpy.nan
-        condition = numpy.zeros(upper.shape, dtype=bool)
-        for name, effect, min_claims in (
-            ("fast", rise.fast_min_effect, test.fast_min_claims),
-            ("slow", rise.slow_min_effect, test.slow_min_claims),
-        ):
-            checked = windows[name].sum(axis=-1)
-            lower = _wilson(_part(windows[name], share), checked, test.z, -1.0)
+        upper[~ready] = numpy.nan
+        rises = numpy.zeros(upper.shape, dtype=bool)
+        above = numpy.zeros(upper.shape, dtype=bool)
+        for name in ("fast", "slow"):
+            lower = _wilson(_part(windows[name], share), checked[name], test.z, -1.0)
+            enough = checked[name] >= min_claims[name]
             with numpy.errstate(invalid="ignore"):
-                condition |= (lower - upper > effect) & (checked >= min_claims)
-        firing[share.alert] = _held(condition, whole_minutes(rise.pending_for))
+                rises |= (lower - upper > effects[name]) & enough
+                above |= (lower > level.level) & enough
+        firing[share.alert] = _held(rises, whole_minutes(rise.pending_for))
+        # BASELINE_READY is 0 wherever a window has claims and the baseline is short of them.
+        firing[share.level_alert] = _held(above & ~ready, whole_minutes(level.pending_for))
     return firing
 
 

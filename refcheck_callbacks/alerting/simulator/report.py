@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from refcheck_callbacks.alert_sim.promtool import Observed, Series, observe
-from refcheck_callbacks.alert_sim.replay import onsets, replay
-from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters
-from refcheck_callbacks.exporters.alert_rules import rules_yaml
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables
-from refcheck_callbacks.exporters.share_rules import SHARES
+from refcheck_callbacks.alerting.rules import rules_yaml
+from refcheck_callbacks.alerting.share_rules import SHARE_ALERTS
+from refcheck_callbacks.alerting.simulator.promtool import Observed, Series, observe
+from refcheck_callbacks.alerting.simulator.replay import onsets, replay
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates, Traffic, counters
+from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.support.extras import require
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ OPERATIONAL_ALERTS = (
     "RefCheckCheckerErrors",
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
+    "RefCheckJudgeBudgetNearlySpent",
 )
 """Alerts on the checker's health, not on the shares: left out of the pages counted."""
 _BATCH = 5
@@ -199,7 +200,7 @@ def _promtooled(
         named.append(
             (f"{index}: {r.name} at {volume:g} claims/min", Series(job, counts, clean, predicted))
         )
-    alerts = [s.alert for s in SHARES] if tunables is not None else share_alerts(rules.read_text())
+    alerts = list(SHARE_ALERTS) if tunables is not None else share_alerts(rules.read_text())
     seen: list[Observed] = observe(rules, named, alerts, settings.workers)
     for cell, found in zip(figures, seen, strict=True):
         cell.promtool_pages = found.pages

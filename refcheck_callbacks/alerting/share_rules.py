@@ -17,9 +17,15 @@ services all day and misses real shifts in others. These rules page when the rec
 - Onboarding: until the baseline window holds `min_baseline_claims` claims a service has no
   baseline bound, the alerts cannot fire, and `BASELINE_READY` says so (0) for the dashboard.
 - A verdict with no series yet (no contradiction so far) counts as zero claims, not as no data.
+- A new service (issue 37): while it has no baseline, a second alert per share pages when the
+  fast or slow window's lower bound is above an absolute level (`contradiction_level.level`,
+  `hallucination_level.level`), over the same minimum claims. A launch whose answers are 49%
+  contradicted pages within minutes instead of becoming its own baseline a day later; the
+  levels sit above what the default checker says of supported claims on every shared set, so
+  clean traffic does not page while onboarding.
 
-`alert_sim.replay` evaluates the same arithmetic with numpy; the simulator checks that it agrees
-with promtool on the same series, sample for sample.
+`alerting.simulator.replay` evaluates the same arithmetic with numpy; the simulator checks that
+it agrees with promtool on the same series, sample for sample.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from refcheck_callbacks.exporters.alert_tunables import AlertTunables, ShareRise, ShareTest
+from refcheck_callbacks.alerting.tunables import AlertTunables, ShareLevel, ShareRise, ShareTest
 from refcheck_callbacks.exporters.names import CLAIMS, PROMETHEUS
 
 _CLAIMS = PROMETHEUS[CLAIMS]
@@ -55,6 +61,10 @@ class Share:
     """A `refcheck_verdict` matcher: the verdicts whose claims make up the share."""
     subject: str
     """What the share is, in the alert's text."""
+    level_key: str
+    """The tunables' section of the new-service alert: `contradiction_level`, ..."""
+    level_alert: str
+    """The alert on a service with no baseline yet, against an absolute level."""
 
     def ratio(self, window: str) -> str:
         return f"job:refcheck_claims_{self.metric}:ratio_{window}"
@@ -73,6 +83,8 @@ CONTRADICTION = Share(
     "contradicted",
     'refcheck_verdict="contradiction"',
     "contradicted by the documents they were written from",
+    "contradiction_level",
+    "RefCheckNewServiceContradiction",
 )
 HALLUCINATION = Share(
     "hallucination_rise",
@@ -80,8 +92,12 @@ HALLUCINATION = Share(
     "unsupported",
     'refcheck_verdict=~"neutral|contradiction"',
     "not supported by the documents (neutral or contradicted)",
+    "hallucination_level",
+    "RefCheckNewServiceHallucination",
 )
 SHARES = (CONTRADICTION, HALLUCINATION)
+SHARE_ALERTS = (*(share.alert for share in SHARES), *(share.level_alert for share in SHARES))
+"""Every alert on the shares of claims, in the rule file's order."""
 
 RECORDED = (
     *BY_VERDICT.values(),
@@ -224,10 +240,57 @@ def share_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
     }
 
 
+def _level_condition(share: Share, window: str, level: float, min_claims: int) -> str:
+    return (
+        f"(\n  {share.ratio(window)}\n"
+        f"  and on (job)\n  {share.lower_bound(window)} > {number(level)}\n"
+        f"  and on (job)\n  {CHECKED[window]} >= {min_claims}\n)"
+    )
+
+
+def level_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
+    """A service with no baseline yet whose share is significantly above the absolute level."""
+    test: ShareTest = tunables.share_test
+    level: ShareLevel = getattr(tunables, share.level_key)
+    fast = _level_condition(share, "fast", level.level, test.fast_min_claims)
+    slow = _level_condition(share, "slow", level.level, test.slow_min_claims)
+    return {
+        "alert": share.level_alert,
+        "expr": f"(\n{fast}\nor\n{slow}\n)\nand on (job)\n{BASELINE_READY} == 0",
+        "for": level.pending_for,
+        "labels": {"severity": level.severity},
+        "annotations": {
+            "summary": "{{ $labels.job }}: a new service, {{ $value | humanizePercentage }} of "
+            f"its claims {share.metric}",
+            "description": f"{{{{ $value | humanizePercentage }}}} of the claims in "
+            f"{{{{ $labels.job }}}}'s recent answers were {share.subject}. The service has no "
+            f"baseline yet (fewer than {test.min_baseline_claims} claims in the "
+            f"{test.baseline_window} ending {tunables.baseline_offset} ago), and the share is "
+            f"significantly above the absolute level of {_percent(level.level)}: lower bounds "
+            f"(z={number(test.z)}) "
+            f"{_recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
+            f"{test.fast_window}, {_recorded_value(share.lower_bound('slow'), 'too few claims')}"
+            f" over the last {test.slow_window}.",
+            "runbook": _NEW_SERVICE_RUNBOOK,
+        },
+    }
+
+
 def _percent(share: float) -> str:
     return f"{share * 100:g}%"
 
 
+_NEW_SERVICE_RUNBOOK = (
+    "1. A new service (or one whose metrics are new: a renamed job, a fresh Prometheus) is "
+    "answering against its documents far worse than any checked service does when healthy: "
+    "treat it as a broken launch. 2. Look up its recent `evaluate refcheck` spans and their "
+    "gen_ai.evaluation.result events: which claims, which documents. 3. Typical causes: the "
+    "retriever points at the wrong or an empty index, the prompt template does not put the "
+    "documents in front of the model, a model that ignores them. 4. If the checker is new to "
+    "this kind of text and its normal share is this high, raise the level "
+    "(`refcheck alert-rules --set contradiction_level.level=...`, or hallucination_level); "
+    "the alert stops once the service has a baseline, and the rise alerts take over."
+)
 _RUNBOOKS = {
     "contradiction_rise": "1. Open the RefCheck dashboard for this service: is the rise on one "
     "model (gen_ai_request_model) or all of them, a burst (the fast window) or a shift (the "

@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 from bench_reports import write_bench_json
 
-from refcheck_callbacks.alert_sim.promtool import promtool_binary
-from refcheck_callbacks.alert_sim.report import (
+from refcheck_callbacks.alerting.share_rules import SHARE_ALERTS
+from refcheck_callbacks.alerting.simulator.promtool import promtool_binary
+from refcheck_callbacks.alerting.simulator.report import (
     Settings,
     detection_target,
     markdown,
     share_alerts,
     simulate,
 )
-from refcheck_callbacks.alert_sim.rule_tests import rule_tests_yaml
-from refcheck_callbacks.alert_sim.traffic import LabelRates
+from refcheck_callbacks.alerting.simulator.rule_tests import rule_tests_yaml
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates
 from refcheck_callbacks.cli.main import main
 
 SEPARATED = LabelRates(name="separated", supported=(0.96, 0.02, 0.02), unsupported=(0.1, 0.5, 0.4))
@@ -52,12 +53,14 @@ def test_the_generated_rules_figures_promtool_and_replay() -> None:
     settings = Settings(volumes=(100.0,), days=1, seeds=4, promtool_days=0.3)
     separated, flat = simulate([SEPARATED, UNSEPARATED], settings)
     assert separated.target_minutes == 60 and flat.target_minutes is None
-    for cell in (separated, flat):
-        assert cell.promtool_pages == {
-            "RefCheckContradictionRise": 0,
-            "RefCheckHallucinationRise": 0,
-        }
-        assert cell.replay_pages_per_30_days == 0.0 and cell.replay_seeds == 4
+    quiet = dict.fromkeys(SHARE_ALERTS, 0)
+    assert separated.promtool_pages == quiet
+    assert separated.replay_pages_per_30_days == 0.0 and separated.replay_seeds == 4
+    # A checker that contradicts 40% of supported claims looks like a broken launch until the
+    # service has a baseline: the new-service alert pages once, while it onboards, and never
+    # after (one page per 1-day service, 30 per 30 days).
+    assert flat.promtool_pages == {**quiet, "RefCheckNewServiceContradiction": 1}
+    assert flat.replay_pages_per_30_days == 30.0 and flat.replay_seeds_with_pages == 4
     assert separated.promtool_detected_after is not None and separated.promtool_detected_after < 60
     assert separated.replay_within_target == 1.0
     assert flat.replay_detected_median is None  # no rise to detect: not one of four fired

@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refcheck_callbacks.alert_sim.promtool import Series, observe
-from refcheck_callbacks.alert_sim.replay import (
+from refcheck_callbacks.alerting.rules import rules_yaml
+from refcheck_callbacks.alerting.share_rules import SHARE_ALERTS, SHARES
+from refcheck_callbacks.alerting.simulator.promtool import Series, observe
+from refcheck_callbacks.alerting.simulator.replay import (
     _held,
     _increase,
     baseline_ready,
@@ -17,14 +19,12 @@ from refcheck_callbacks.alert_sim.replay import (
     replay,
     whole_minutes,
 )
-from refcheck_callbacks.alert_sim.traffic import LabelRates, Traffic, counters
+from refcheck_callbacks.alerting.simulator.traffic import LabelRates, Traffic, counters
 from refcheck_callbacks.cli.alert_rules import parse_settings
 from refcheck_callbacks.errors import PromtoolError
-from refcheck_callbacks.exporters.alert_rules import rules_yaml
-from refcheck_callbacks.exporters.share_rules import SHARES
 
 RATES = LabelRates(name="mid", supported=(0.7, 0.2, 0.1), unsupported=(0.2, 0.5, 0.3))
-ALERTS = [share.alert for share in SHARES]
+ALERTS = list(SHARE_ALERTS)
 # Loose on purpose: pages on clean traffic, alerts that come and go, onboarding within the span.
 LOOSE = parse_settings(
     [
@@ -34,6 +34,8 @@ LOOSE = parse_settings(
         *(f"{rise}.slow_min_effect=0" for rise in ("contradiction_rise", "hallucination_rise")),
         "contradiction_rise.fast_min_effect=0.02",
         "hallucination_rise.pending_for=1m",
+        "contradiction_level.level=0.05",  # below RATES' clean 10%: pages while onboarding
+        "hallucination_level.level=0.25",
     ]
 )
 
@@ -62,6 +64,10 @@ def test_promtool_finds_what_the_replay_predicts_pages_firing_and_detection(
             assert found.pages[alert] == onsets(firing)[: series.clean_minutes + 1].sum()
             assert found.firing_minutes[alert] == firing[: series.clean_minutes + 1].sum()
         assert found.detected_after is not None
+        ready = baseline_ready(series.counts, LOOSE)
+        for share in SHARES:  # the new-service alerts: only while onboarding, and they did fire
+            level = series.predicted[share.level_alert]
+            assert level.any() and not (level & ready).any()
 
 
 def test_promtool_alone_reads_each_chunk_of_pages_by_its_own_time(tmp_path: Path) -> None:
