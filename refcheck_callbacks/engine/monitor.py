@@ -48,6 +48,7 @@ from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.engine.sampling import Sampler
 from refcheck_callbacks.engine.submission import RawInput, capture, trace_context_of
 from refcheck_callbacks.engine.worker import BackgroundWorker
+from refcheck_callbacks.environment_variables import read_environment
 from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.support.blocking import STAGE_THREADS
 from refcheck_callbacks.support.deadline import Deadline
@@ -72,6 +73,9 @@ def _exporters(given: Sequence[Exporter | str] | None, capture_content: bool) ->
 class RefCheckMonitor:
     """Checks RAG answers against their references in a background worker.
 
+    An option left at None takes its `REFCHECK_*` environment variable where one is set
+    (`environment_variables`; a bad value raises `ConfigurationError`), else its default.
+
     Args:
         extractor: turns answers into claims (default: offline `SentenceExtractor`).
         checker: labels claims (default: offline `EmbeddedChecker`; needs the `embedded` extra).
@@ -93,11 +97,12 @@ class RefCheckMonitor:
             a process that cannot spawn). See `engine.placement`.
         aggregator: "strict" (default) or "major" for the response label; soft ratios are
             always reported.
-        sample_rate: share of submitted answers to check, stable per trace id.
+        sample_rate: share of submitted answers to check, stable per trace id (default 1).
         max_queue: submissions waiting at most; beyond it `submit` returns False and counts a drop.
         on_result: callables given every result, in the worker thread; a raising hook is
             logged and counted, never propagated.
-        capture_content: let exporters include question, answer, claim and document text.
+        capture_content: let exporters include question, answer, claim and document text
+            (default: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else False).
         redact: applied to every text before it is checked, sent to a judge or exported;
             always in the app's process (with placement="process", before the request is
             sent to the child), so the hook need not be picklable.
@@ -133,10 +138,10 @@ class RefCheckMonitor:
         extractor: Extractor | Source | None = None,
         checker: Checker | Source | None = None,
         aggregator: str | Aggregator = Aggregator.STRICT,
-        sample_rate: float = 1.0,
+        sample_rate: float | None = None,
         max_queue: int = 2048,
         on_result: ResultHook | Iterable[ResultHook] | None = None,
-        capture_content: bool = False,
+        capture_content: bool | None = None,
         redact: Redactor | None = None,
         exporters: Sequence[Exporter | str] | None = None,
         batch_size: int = 16,
@@ -151,6 +156,16 @@ class RefCheckMonitor:
         feedback_file: str | Path | None = None,
         feedback_memory: int = 1024,
     ) -> None:
+        env = read_environment()  # a keyword given wins over its variable
+        extractor = env.extractor if extractor is None else extractor
+        checker = env.checker if checker is None else checker
+        placement = env.placement if placement is None else placement
+        exporters = env.exporters if exporters is None else exporters
+        calibration = env.calibration if calibration is None else calibration
+        feedback_file = env.feedback_file if feedback_file is None else feedback_file
+        capture_content = bool(env.capture_content if capture_content is None else capture_content)
+        if sample_rate is None:
+            sample_rate = 1.0 if env.sample_rate is None else env.sample_rate
         self._feedback = FeedbackDesk(feedback_memory, feedback_file)
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
