@@ -45,6 +45,9 @@ REFCHECK_CALIBRATION = "REFCHECK_CALIBRATION"
 """The file `refcheck calibrate` wrote: `RefCheckMonitor(calibration=)`."""
 REFCHECK_FEEDBACK_FILE = "REFCHECK_FEEDBACK_FILE"
 """The labelled file people's verdicts are appended to: `RefCheckMonitor(feedback_file=)`."""
+REFCHECK_EXIT_TIMEOUT = "REFCHECK_EXIT_TIMEOUT"
+"""Seconds to finish queued work at interpreter exit: `RefCheckMonitor(exit_timeout=)`. A
+script run under `opentelemetry-instrument` cannot call `flush`; this is its flush."""
 REFCHECK_SERVICE_URL = "REFCHECK_SERVICE_URL"
 """A `refcheck serve` service to check on: the checker `remote:URL`, placement `service`."""
 REFCHECK_SERVE_TOKEN = "REFCHECK_SERVE_TOKEN"
@@ -93,6 +96,7 @@ class EnvironmentSettings:
     exporters: tuple[str, ...] | None = None
     calibration: Path | None = None
     feedback_file: Path | None = None
+    exit_timeout: float | None = None
     capture_content: bool | None = None
     judge_budget: JudgeBudgetSettings | None = None
 
@@ -120,6 +124,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> EnvironmentSet
         exporters=_read(env, REFCHECK_EXPORTERS, _exporter_names),
         calibration=_read(env, REFCHECK_CALIBRATION, _existing_file),
         feedback_file=_read(env, REFCHECK_FEEDBACK_FILE, Path),
+        exit_timeout=_read(env, REFCHECK_EXIT_TIMEOUT, _positive),
         capture_content=_read(env, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, _switch),
         judge_budget=_judge_budget(env),
     )

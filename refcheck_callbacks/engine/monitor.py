@@ -113,8 +113,8 @@ class RefCheckMonitor:
             waits for a batch to fill.
         concurrency: batches in flight at once (raise it for remote LLM judges).
         timeouts: per-stage deadlines; limits: input size bounds.
-        exit_timeout: at interpreter exit, seconds to finish queued work in total; what is
-            left then is counted as dropped (`exit`).
+        exit_timeout: at interpreter exit, seconds to finish queued work in total (default
+            5); what is left then is counted as dropped (`exit`).
         conflict: the conflict stage every checker's verdicts go through, so that a
             Contradiction always names a conflicting reference statement and its kind, and a
             claim that is only unsupported is Neutral (`check.conflict`): "embedded" (default,
@@ -149,7 +149,7 @@ class RefCheckMonitor:
         concurrency: int = 1,
         timeouts: StageTimeouts | None = None,
         limits: InputLimits | None = None,
-        exit_timeout: float = 5.0,
+        exit_timeout: float | None = None,
         placement: Placement | str | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
         calibration: CalibrationSource | None = None,
@@ -166,6 +166,8 @@ class RefCheckMonitor:
         capture_content = bool(env.capture_content if capture_content is None else capture_content)
         if sample_rate is None:
             sample_rate = 1.0 if env.sample_rate is None else env.sample_rate
+        if exit_timeout is None:
+            exit_timeout = 5.0 if env.exit_timeout is None else env.exit_timeout
         self._feedback = FeedbackDesk(feedback_memory, feedback_file)
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content

@@ -8,22 +8,24 @@ argument (every option from its `REFCHECK_*` variable), when the first captured 
 first count, arrives. Its settings are read at once, when the instrumentor is installed, so a
 bad value fails there, naming its variable.
 
+Its checking process (the default placement) starts without the app's main module
+(`placement.components.without_app_main`): its components are specs, so nothing of main is
+needed there, and an app script without an `if __name__ == "__main__":` guard (most scripts
+a zero-code user runs) does not run a second time in the child.
+
 A build that fails (an extra missing for the checker named) is logged once; every answer after
-it is refused (`submit` returns False), and the app goes on. In refcheck's own checking process
-nothing is ever built: that process runs no chain of the app's, and a monitor there would
-start a checking process of its own.
+it is refused (`submit` returns False), and the app goes on.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
 from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipReason
 from refcheck_callbacks.engine.monitor import RefCheckMonitor
-from refcheck_callbacks.engine.placement.child import NAME as CHECKING_PROCESS
+from refcheck_callbacks.engine.placement.components import without_app_main
 from refcheck_callbacks.environment_variables import read_environment
 from refcheck_callbacks.support.logs import logger
 
@@ -56,10 +58,9 @@ class EnvironmentMonitor:
             return self._monitor
 
     def _built(self) -> RefCheckMonitor | None:
-        if multiprocessing.current_process().name == CHECKING_PROCESS:
-            return None
         try:
-            return RefCheckMonitor()
+            with without_app_main():
+                return RefCheckMonitor()
         except Exception:
             logger.exception("refcheck: no monitor could be built from the environment")
             return None
