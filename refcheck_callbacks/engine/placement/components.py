@@ -31,7 +31,6 @@ from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.errors import PlacementError
 from refcheck_callbacks.types import Placement
 
-
 _WITHOUT_APP_MAIN: ContextVar[bool] = ContextVar("refcheck_without_app_main", default=False)
 
 
