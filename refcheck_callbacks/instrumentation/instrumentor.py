@@ -27,7 +27,7 @@ from opentelemetry.instrumentation.dependencies import get_dependency_conflicts 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # noqa: E402
 
 
-class RefCheckInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class RefCheckInstrumentor(BaseInstrumentor):
     """A `BaseInstrumentor` that attaches one integration to a monitor (see the module)."""
 
     def _instrument(self, **kwargs: Any) -> None:
