@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import gated_components
 import pytest
 from langchain_core.callbacks import BaseCallbackManager, CallbackManager
 from langchain_core.documents import Document
@@ -15,6 +16,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.retrievers import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 from results import RecordingExporter
 
 from refcheck_callbacks import RefCheckMonitor
@@ -121,6 +123,7 @@ def test_the_environment_monitor_is_built_on_the_first_answer_and_shared(
         | FakeListChatModel(responses=["The tower stands in Paris."])
     )
     chain.invoke("Where is the tower?")
+    assert sink.built.wait(30)
     monitor = sink.monitor
     assert monitor is not None and monitor.flush(30)
     assert monitor.runner.placement == "thread"
@@ -137,3 +140,37 @@ def test_a_bad_variable_leaves_the_instrumentor_inert_and_says_why(
         RefCheckLangChainInstrumentor().instrument()
     assert ours(CallbackManager.configure()) == []
     assert "REFCHECK_EXPORTERS='zipkin' cannot be used: 'zipkin' is no exporter" in caplog.text
+
+
+def test_the_build_never_runs_on_the_apps_thread_and_its_backlog_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REFCHECK_CHECKER", "py:gated_components:gated_keyword_checker")
+    monkeypatch.setenv("REFCHECK_PLACEMENT", "thread")
+    monkeypatch.setenv("REFCHECK_EXPORTERS", "py:results:RecordingExporter")
+    monkeypatch.setattr(RecordingExporter, "exported", [])
+    gated_components.GATE.clear()
+    sink = EnvironmentMonitor(backlog=2)
+    tracer = TracerProvider().get_tracer("app")
+    with tracer.start_as_current_span("request") as span:
+        accepted = [
+            sink.submit(answer=f"The tower is in Paris {n}.", references=["Paris."])
+            for n in range(4)
+        ]
+    assert accepted == [True, True, False, False]  # held while the build waits, then full
+    assert sink.monitor is None and not sink.built.is_set()
+    gated_components.GATE.set()
+    assert sink.built.wait(30)
+    monitor = sink.monitor
+    assert monitor is not None and monitor.flush(30)
+    assert gated_components.BUILT_ON[-1] == "refcheck-build"
+    assert [r.request.answer for r in RecordingExporter.exported] == [
+        "The tower is in Paris 0.",
+        "The tower is in Paris 1.",
+    ]
+    # Held answers keep the trace of the caller that submitted them.
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    assert {r.request.trace_context.trace_id for r in RecordingExporter.exported} == {trace_id}
+    assert monitor.stats.snapshot() == {"dropped": {"queue_full": 2}}
+    assert sink.submit(answer="The tower is in Paris.", references=["Paris."])
+    monitor.shutdown(10)
