@@ -67,8 +67,9 @@ answer, claim and document text (`RefCheckMonitor(capture_content=)`)."""
 SERVICE_PLACEMENT = Placement.SERVICE
 """The placement a monitor given `REFCHECK_SERVICE_URL` (and no placement) takes."""
 
-_TRUE = frozenset({"true", "span_only", "event_only", "span_and_event"})
-_FALSE = frozenset({"false", "no_content"})
+# The variable is shared with other GenAI instrumentations: their spellings are taken too.
+_TRUE = frozenset({"true", "1", "yes", "on", "span_only", "event_only", "span_and_event"})
+_FALSE = frozenset({"false", "0", "no", "off", "no_content"})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 

@@ -78,7 +78,7 @@ def test_a_service_url_is_the_remote_checker_on_the_service_placement() -> None:
         ("REFCHECK_CALIBRATION", "/nowhere/calibration.json", "none is there"),
         ("REFCHECK_SERVICE_URL", "checker:8000", "http:// or https://"),
         ("REFCHECK_EXIT_TIMEOUT", "-1", "a number above 0"),
-        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "yes", "true or false"),
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "maybe", "true or false"),
         ("REFCHECK_JUDGE_BUDGET_USD", "0", "a number above 0"),
         ("REFCHECK_JUDGE_BUDGET_TOKENS", "1e5", "a whole number above 0"),
     ],
@@ -102,7 +102,14 @@ def test_a_budget_window_needs_a_budget() -> None:
 
 @pytest.mark.parametrize(
     ("value", "captured"),
-    [("false", False), ("NO_CONTENT", False), ("span_and_event", True), ("EVENT_ONLY", True)],
+    [
+        ("false", False),
+        ("0", False),
+        ("NO_CONTENT", False),
+        ("On", True),
+        ("span_and_event", True),
+        ("EVENT_ONLY", True),
+    ],
 )
 def test_content_capture_follows_the_genai_switch(value: str, captured: bool) -> None:
     environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": value}
