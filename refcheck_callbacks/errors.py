@@ -140,6 +140,12 @@ class CalibrationMismatchError(CalibrationError):
     applied to: its decision points mean nothing there, so it is refused, naming both."""
 
 
+class ConfigurationError(RefCheckError, ValueError):
+    """An environment variable refcheck reads (`environment_variables`) holds a value it cannot
+    use: raised where the monitor is built, the message naming the variable and what it
+    accepts."""
+
+
 class ServiceStartError(RefCheckError, RuntimeError):
     """`refcheck serve` could not deploy its application, or it did not become ready."""
 
@@ -164,6 +170,7 @@ __all__ = [
     "CheckError",
     "CheckingProcessError",
     "ComponentSpecError",
+    "ConfigurationError",
     "DataDownloadError",
     "DatasetUnavailableError",
     "ExtractionError",

@@ -48,6 +48,7 @@ from refcheck_callbacks.engine.redaction import Redactor
 from refcheck_callbacks.engine.sampling import Sampler
 from refcheck_callbacks.engine.submission import RawInput, capture, trace_context_of
 from refcheck_callbacks.engine.worker import BackgroundWorker
+from refcheck_callbacks.environment_variables import JudgeBudgetSettings, read_environment
 from refcheck_callbacks.errors import MonitorUnavailableError
 from refcheck_callbacks.llm.budget import JudgeBudget
 from refcheck_callbacks.support.blocking import STAGE_THREADS
@@ -73,6 +74,9 @@ def _exporters(given: Sequence[Exporter | str] | None, capture_content: bool) ->
 class RefCheckMonitor:
     """Checks RAG answers against their references in a background worker.
 
+    An option left at None takes its `REFCHECK_*` environment variable where one is set
+    (`environment_variables`; a bad value raises `ConfigurationError`), else its default.
+
     Args:
         extractor: turns answers into claims (default: offline `SentenceExtractor`).
         checker: labels claims (default: offline `EmbeddedChecker`; needs the `embedded` extra).
@@ -94,11 +98,12 @@ class RefCheckMonitor:
             a process that cannot spawn). See `engine.placement`.
         aggregator: "strict" (default) or "major" for the response label; soft ratios are
             always reported.
-        sample_rate: share of submitted answers to check, stable per trace id.
+        sample_rate: share of submitted answers to check, stable per trace id (default 1).
         max_queue: submissions waiting at most; beyond it `submit` returns False and counts a drop.
         on_result: callables given every result, in the worker thread; a raising hook is
             logged and counted, never propagated.
-        capture_content: let exporters include question, answer, claim and document text.
+        capture_content: let exporters include question, answer, claim and document text
+            (default: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else False).
         redact: applied to every text before it is checked, sent to a judge or exported;
             always in the app's process (with placement="process", before the request is
             sent to the child), so the hook need not be picklable.
@@ -109,8 +114,8 @@ class RefCheckMonitor:
             waits for a batch to fill.
         concurrency: batches in flight at once (raise it for remote LLM judges).
         timeouts: per-stage deadlines; limits: input size bounds.
-        exit_timeout: at interpreter exit, seconds to finish queued work in total; what is
-            left then is counted as dropped (`exit`).
+        exit_timeout: at interpreter exit, seconds to finish queued work in total (default
+            5); what is left then is counted as dropped (`exit`).
         conflict: the conflict stage every checker's verdicts go through, so that a
             Contradiction always names a conflicting reference statement and its kind, and a
             claim that is only unsupported is Neutral (`check.conflict`): "embedded" (default,
@@ -138,10 +143,10 @@ class RefCheckMonitor:
         extractor: Extractor | Source | None = None,
         checker: Checker | Source | None = None,
         aggregator: str | Aggregator = Aggregator.STRICT,
-        sample_rate: float = 1.0,
+        sample_rate: float | None = None,
         max_queue: int = 2048,
         on_result: ResultHook | Iterable[ResultHook] | None = None,
-        capture_content: bool = False,
+        capture_content: bool | None = None,
         redact: Redactor | None = None,
         exporters: Sequence[Exporter | str] | None = None,
         batch_size: int = 16,
@@ -149,7 +154,7 @@ class RefCheckMonitor:
         concurrency: int = 1,
         timeouts: StageTimeouts | None = None,
         limits: InputLimits | None = None,
-        exit_timeout: float = 5.0,
+        exit_timeout: float | None = None,
         placement: Placement | str | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
         calibration: CalibrationSource | None = None,
@@ -157,6 +162,20 @@ class RefCheckMonitor:
         feedback_memory: int = 1024,
         judge_budget: JudgeBudget | None = None,
     ) -> None:
+        env = read_environment()  # a keyword given wins over its variable
+        extractor = env.extractor if extractor is None else extractor
+        checker = env.checker if checker is None else checker
+        placement = env.placement if placement is None else placement
+        exporters = env.exporters if exporters is None else exporters
+        calibration = env.calibration if calibration is None else calibration
+        feedback_file = env.feedback_file if feedback_file is None else feedback_file
+        if judge_budget is None and env.judge_budget is not None:
+            judge_budget = _budget_from(env.judge_budget)
+        capture_content = bool(env.capture_content if capture_content is None else capture_content)
+        if sample_rate is None:
+            sample_rate = 1.0 if env.sample_rate is None else env.sample_rate
+        if exit_timeout is None:
+            exit_timeout = 5.0 if env.exit_timeout is None else env.exit_timeout
         self._feedback = FeedbackDesk(feedback_memory, feedback_file)
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
@@ -405,3 +424,9 @@ class RefCheckMonitor:
         tb: TracebackType | None,
     ) -> None:
         self.shutdown()
+
+
+def _budget_from(settings: JudgeBudgetSettings) -> JudgeBudget:
+    """The budget `REFCHECK_JUDGE_BUDGET_*` asks for (its window, else the budget's default)."""
+    window = {} if settings.window_seconds is None else {"window_s": settings.window_seconds}
+    return JudgeBudget(usd=settings.usd, tokens=settings.tokens, **window)

@@ -23,6 +23,7 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from refcheck_callbacks.contract.components import Extraction
+from refcheck_callbacks.environment_variables import REFCHECK_SERVE_TOKEN
 from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, Reference, Verdict
 
 WIRE_VERSION: Final = 1
@@ -33,7 +34,7 @@ HEALTH_PATH: Final = "/healthz"
 """Liveness: the service answers HTTP. Needs no token and touches no model."""
 READY_PATH: Final = "/readyz"
 """Readiness: every component has loaded and answers. Needs no token."""
-TOKEN_ENV: Final = "REFCHECK_SERVE_TOKEN"
+TOKEN_ENV: Final = REFCHECK_SERVE_TOKEN
 """The bearer token, for `refcheck serve` and for `RemoteChecker` / `RemoteExtractor`."""
 DEFAULT_MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
 """The largest request body the service accepts, and the client sends, unless configured."""

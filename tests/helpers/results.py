@@ -22,3 +22,29 @@ def checked_requests(
     assert monitor.flush(60)
     assert len(sink.results) == count, monitor.stats.snapshot()
     return [r.request for r in sink.results]
+
+
+class RecordingExporter:
+    """An exporter that keeps every result in the class's `exported`: for a monitor built from
+    the environment (`REFCHECK_EXPORTERS=py:results:RecordingExporter`), given no hook."""
+
+    name = "recording"
+    exported: list[CheckResult] = []  # noqa: RUF012 (shared on purpose: the test reads it)
+
+    def __init__(self, capture_content: bool = False) -> None:
+        self.capture_content = capture_content
+
+    def bind(self, queue_size: object) -> None:
+        return None
+
+    def export(self, results: object) -> None:
+        RecordingExporter.exported.extend(results)  # type: ignore[call-overload]
+
+    def record(self, tally: object, reason: str, count: int = 1) -> None:
+        return None
+
+    def force_flush(self, timeout: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        return None

@@ -190,3 +190,25 @@ def test_the_budget_reaches_a_checking_process_and_refuses_there(
     [verdict] = result.verdicts
     assert (verdict.decided_by, verdict.fallback) == ("keyword", BUDGET_EXHAUSTED)
     assert result.usage is not None and result.usage.by_model[0].refused == 1
+
+
+def test_the_monitor_takes_its_budget_from_the_environment(
+    llm_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REFCHECK_JUDGE_BUDGET_* caps a monitor built with no judge_budget keyword."""
+    monkeypatch.setenv("OPENAI_API_BASE", llm_server.api_base)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    _judging(llm_server, delay=0.0)
+    judge = f"llm:{UNPRICED_MODEL}"
+    monkeypatch.setenv("REFCHECK_JUDGE_BUDGET_USD", "1")
+    with pytest.raises(BudgetError, match="no price in litellm's cost map"):
+        RefCheckMonitor(checker=judge, placement="thread", exporters=[])
+    monkeypatch.delenv("REFCHECK_JUDGE_BUDGET_USD")
+    monkeypatch.setenv("REFCHECK_JUDGE_BUDGET_TOKENS", "1")  # no call fits
+    with RefCheckMonitor(checker=judge, placement="thread", exporters=[]) as monitor:
+        result = monitor.check(
+            answer="The Louvre opened in 1793.", references=["The Louvre opened in 1793."]
+        )
+    assert llm_server.chat_requests() == []
+    [verdict] = result.verdicts
+    assert verdict.fallback == BUDGET_EXHAUSTED and verdict.decided_by != "llm-adherence"

@@ -37,6 +37,9 @@ from refcheck_callbacks.support.logs import logger
 
 NAME = "refcheck-checking"
 """The checking process's name (multiprocessing's), set before it imports the app's main."""
+STANDALONE_NAME = "refcheck-checking-standalone"
+"""The name of a checking process started without the app's main module (`Recipe.app_main`
+False): multiprocessing's spawn leaves main alone for this name alone (`spawned`)."""
 UNGUARDED_MAIN_EXIT = 86
 """The exit code of a checking process that found itself building a monitor while importing
 the app's main module: the app lacks the `if __name__ == "__main__":` guard."""

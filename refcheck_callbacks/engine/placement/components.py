@@ -9,7 +9,10 @@ A built object cannot be sent there, and is refused.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from refcheck_callbacks.check.calibration.file import Calibration
@@ -35,6 +38,19 @@ from refcheck_callbacks.errors import PlacementError
 from refcheck_callbacks.llm.budget import JudgeBudget, SpendLedger
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import Placement
+
+_WITHOUT_APP_MAIN: ContextVar[bool] = ContextVar("refcheck_without_app_main", default=False)
+
+
+@contextlib.contextmanager
+def without_app_main() -> Iterator[None]:
+    """Monitors built inside start their checking process without the app's main module,
+    where every component is a spec (see `Recipe.app_main`)."""
+    token = _WITHOUT_APP_MAIN.set(True)
+    try:
+        yield
+    finally:
+        _WITHOUT_APP_MAIN.reset(token)
 
 
 def built_checker(source: Checker | Source) -> Checker:
@@ -98,6 +114,10 @@ class Recipe:
     extractor: Source
     checker: Source
     settings: Settings
+    app_main: bool = True
+    """Whether the child imports the app's main module first, as spawn does (a factory may
+    live there). False for a monitor built from specs alone by zero-code instrumentation
+    (`without_app_main`): the app's script, often unguarded, must not run again in the child."""
 
     @classmethod
     def of(
@@ -136,7 +156,9 @@ class Recipe:
                 f"placement='process' sends the conflict stage to the child process, and it "
                 f"cannot be pickled ({exc}): pass a spec such as 'nli:MODEL'"
             ) from exc
-        return cls(extractor, checker, settings)  # type: ignore[arg-type]
+        specs = all(isinstance(s, str | None) for s in (extractor, checker, settings.conflict))
+        app_main = not (specs and _WITHOUT_APP_MAIN.get())
+        return cls(extractor, checker, settings, app_main)  # type: ignore[arg-type]
 
     def pipeline(self) -> Pipeline:
         """The pipeline, built in the child and loaded before the child says it is ready (a

@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import multiprocessing.process
 import multiprocessing.resource_tracker
+import multiprocessing.spawn
 import os
 import pickle
 import signal
@@ -67,6 +68,22 @@ def _fresh_tracker_lock() -> None:
 
 os.register_at_fork(after_in_child=_fresh_tracker_lock)
 
+_preparation_data = multiprocessing.spawn.get_preparation_data
+
+
+def _preparation_for(name: str) -> dict[str, Any]:
+    """spawn's preparation data; for a checking process started without the app's main
+    module (`child.STANDALONE_NAME`, `Recipe.app_main`), without it: spawn would otherwise run
+    the app's script again in the child. Every other process is prepared as spawn does."""
+    data: dict[str, Any] = _preparation_data(name)
+    if name == child.STANDALONE_NAME:
+        data.pop("init_main_from_name", None)
+        data.pop("init_main_from_path", None)
+    return data
+
+
+multiprocessing.spawn.get_preparation_data = _preparation_for
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -105,7 +122,7 @@ class SpawnedChild:
             # (a factory it cannot import) instead of dying before it can speak.
             target=child.main,
             args=(child_end, pickle.dumps(recipe)),
-            name=child.NAME,
+            name=child.NAME if recipe.app_main else child.STANDALONE_NAME,
             daemon=True,
         )
         try:

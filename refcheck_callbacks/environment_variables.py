@@ -1,0 +1,237 @@
+"""Every environment variable refcheck reads to configure a monitor, and how each is read.
+
+As the OpenTelemetry SDK does (`opentelemetry.sdk.environment_variables`), the names live in
+one module: an app run under `opentelemetry-instrument` is configured with nothing but its
+environment, and a keyword argument given to `RefCheckMonitor` always wins over the variable.
+Each value is read when a monitor is built (or an instrumentor installed): a value refcheck
+cannot use raises `ConfigurationError` there, naming the variable and what it accepts, rather
+than failing later on the worker where no one would see it. An unset or empty variable means
+the keyword's own default. The table of docs/operations.md lists the same variables.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from refcheck_callbacks.contract.registry import (
+    CHECKERS,
+    EXPORTERS,
+    EXTRACTORS,
+    PY,
+    Role,
+    registered,
+)
+from refcheck_callbacks.errors import ConfigurationError
+from refcheck_callbacks.types import Placement
+
+REFCHECK_CHECKER = "REFCHECK_CHECKER"
+"""The checker spec (`embedded`, `nli:MODEL`, `llm:MODEL`, `cascade:...`, a registered name or
+`py:package.module:Factory`): `RefCheckMonitor(checker=)`."""
+REFCHECK_EXTRACTOR = "REFCHECK_EXTRACTOR"
+"""The extractor spec (`sentence`, `llm:MODEL`, ...): `RefCheckMonitor(extractor=)`."""
+REFCHECK_SAMPLE_RATE = "REFCHECK_SAMPLE_RATE"
+"""The share of answers checked, from 0 to 1: `RefCheckMonitor(sample_rate=)`."""
+REFCHECK_PLACEMENT = "REFCHECK_PLACEMENT"
+"""`process`, `thread` or `service`: `RefCheckMonitor(placement=)`."""
+REFCHECK_EXPORTERS = "REFCHECK_EXPORTERS"
+"""Comma-separated registered exporter names, or `none`: `RefCheckMonitor(exporters=)`."""
+REFCHECK_CALIBRATION = "REFCHECK_CALIBRATION"
+"""The file `refcheck calibrate` wrote: `RefCheckMonitor(calibration=)`."""
+REFCHECK_FEEDBACK_FILE = "REFCHECK_FEEDBACK_FILE"
+"""The labelled file people's verdicts are appended to: `RefCheckMonitor(feedback_file=)`."""
+REFCHECK_EXIT_TIMEOUT = "REFCHECK_EXIT_TIMEOUT"
+"""Seconds to finish queued work at interpreter exit: `RefCheckMonitor(exit_timeout=)`. A
+script run under `opentelemetry-instrument` cannot call `flush`; this is its flush."""
+REFCHECK_SERVICE_URL = "REFCHECK_SERVICE_URL"
+"""A `refcheck serve` service to check on: the checker `remote:URL`, placement `service`."""
+REFCHECK_SERVE_TOKEN = "REFCHECK_SERVE_TOKEN"
+"""The bearer token sent to (and required by) a `refcheck serve` service."""
+REFCHECK_JUDGE_BUDGET_USD = "REFCHECK_JUDGE_BUDGET_USD"
+"""US dollars `llm:` judges and extractors may spend per budget window."""
+REFCHECK_JUDGE_BUDGET_TOKENS = "REFCHECK_JUDGE_BUDGET_TOKENS"
+"""Tokens (prompt and output) `llm:` judges and extractors may use per budget window."""
+REFCHECK_JUDGE_BUDGET_WINDOW = "REFCHECK_JUDGE_BUDGET_WINDOW"
+"""The rolling window of the judge budget: seconds, or a number with `s`, `m`, `h` or `d`."""
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = (
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+)
+"""The GenAI instrumentations' content switch: `true` lets the exporters include question,
+answer, claim and document text (`RefCheckMonitor(capture_content=)`)."""
+
+SERVICE_PLACEMENT = Placement.SERVICE
+"""The placement a monitor given `REFCHECK_SERVICE_URL` (and no placement) takes."""
+
+# The variable is shared with other GenAI instrumentations: their spellings are taken too.
+_TRUE = frozenset({"true", "1", "yes", "on", "span_only", "event_only", "span_and_event"})
+_FALSE = frozenset({"false", "0", "no", "off", "no_content"})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class JudgeBudgetSettings:
+    """The judge budget the environment asks for: at least one of `usd` and `tokens`."""
+
+    usd: float | None
+    tokens: int | None
+    window_seconds: float | None
+    """None: the budget's own default window."""
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """What the environment says of a monitor's options; None where it says nothing."""
+
+    checker: str | None = None
+    extractor: str | None = None
+    sample_rate: float | None = None
+    placement: Placement | None = None
+    exporters: tuple[str, ...] | None = None
+    calibration: Path | None = None
+    feedback_file: Path | None = None
+    exit_timeout: float | None = None
+    capture_content: bool | None = None
+    judge_budget: JudgeBudgetSettings | None = None
+
+
+def read_environment(environ: Mapping[str, str] | None = None) -> EnvironmentSettings:
+    """The monitor's options the environment sets (`os.environ` by default); raises
+    `ConfigurationError` naming the first variable whose value cannot be used."""
+    env = os.environ if environ is None else environ
+    checker = _read(env, REFCHECK_CHECKER, lambda v: _spec(v, CHECKERS))
+    service = _read(env, REFCHECK_SERVICE_URL, _service_url)
+    placement = _read(env, REFCHECK_PLACEMENT, _placement)
+    if service is not None:
+        if checker is not None:
+            raise ConfigurationError(
+                f"{REFCHECK_CHECKER} and {REFCHECK_SERVICE_URL} are both set: the service is "
+                f"the checker (remote:URL); set one of them"
+            )
+        checker = f"remote:{service}"
+        placement = placement or SERVICE_PLACEMENT
+    return EnvironmentSettings(
+        checker=checker,
+        extractor=_read(env, REFCHECK_EXTRACTOR, lambda v: _spec(v, EXTRACTORS)),
+        sample_rate=_read(env, REFCHECK_SAMPLE_RATE, _share),
+        placement=placement,
+        exporters=_read(env, REFCHECK_EXPORTERS, _exporter_names),
+        calibration=_read(env, REFCHECK_CALIBRATION, _existing_file),
+        feedback_file=_read(env, REFCHECK_FEEDBACK_FILE, Path),
+        exit_timeout=_read(env, REFCHECK_EXIT_TIMEOUT, _positive),
+        capture_content=_read(env, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, _switch),
+        judge_budget=_judge_budget(env),
+    )
+
+
+def _read(env: Mapping[str, str], name: str, parse: Callable[[str], T]) -> T | None:
+    """`parse` of the variable's value; None when it is unset or blank. `parse` raises
+    ValueError saying what is accepted; the error names the variable and the value."""
+    value = env.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name}={value!r} cannot be used: {exc}") from None
+
+
+def _spec(value: str, role: Role) -> str:
+    """A spec whose kind is registered for `role` (its argument is checked when it is built)."""
+    name = value.partition(":")[0]
+    if name != PY and name not in registered(role):
+        known = ", ".join([*registered(role), f"{PY}:package.module:Factory"])
+        raise ValueError(f"{name!r} is no {role.name}; accepted: {known}")
+    return value
+
+
+def _service_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("a service URL starts with http:// or https://")
+    return value
+
+
+def _placement(value: str) -> Placement:
+    try:
+        return Placement(value.lower())
+    except ValueError:
+        raise ValueError(f"accepted: {', '.join(p.value for p in Placement)}") from None
+
+
+def _share(value: str) -> float:
+    try:
+        share = float(value)
+    except ValueError:
+        share = math.nan
+    if not 0.0 <= share <= 1.0:
+        raise ValueError("accepted: a number from 0 to 1")
+    return share
+
+
+def _exporter_names(value: str) -> tuple[str, ...]:
+    if value.lower() == "none":
+        return ()
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    for name in names:
+        _spec(name, EXPORTERS)
+    return names
+
+
+def _existing_file(value: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ValueError("accepted: the path of a file refcheck calibrate wrote; none is there")
+    return path
+
+
+def _switch(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in _TRUE or lowered in _FALSE:
+        return lowered in _TRUE
+    raise ValueError(
+        "accepted: true or false (or NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT)"
+    )
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (number > 0 and math.isfinite(number)):
+        raise ValueError("accepted: a number above 0")
+    return number
+
+
+def _whole(value: str) -> int:
+    if not value.isdigit() or int(value) == 0:
+        raise ValueError("accepted: a whole number above 0")
+    return int(value)
+
+
+def _duration(value: str) -> float:
+    match = _DURATION.fullmatch(value.lower())
+    if match is None or float(match[1]) == 0:
+        raise ValueError("accepted: seconds above 0, or a number with s, m, h or d (7d)")
+    return float(match[1]) * _SECONDS[match[2]]
+
+
+def _judge_budget(env: Mapping[str, str]) -> JudgeBudgetSettings | None:
+    usd = _read(env, REFCHECK_JUDGE_BUDGET_USD, _positive)
+    tokens = _read(env, REFCHECK_JUDGE_BUDGET_TOKENS, _whole)
+    window = _read(env, REFCHECK_JUDGE_BUDGET_WINDOW, _duration)
+    if usd is None and tokens is None:
+        if window is not None:
+            raise ConfigurationError(
+                f"{REFCHECK_JUDGE_BUDGET_WINDOW} is set without a budget: set "
+                f"{REFCHECK_JUDGE_BUDGET_USD}, {REFCHECK_JUDGE_BUDGET_TOKENS} or both"
+            )
+        return None
+    return JudgeBudgetSettings(usd=usd, tokens=tokens, window_seconds=window)
