@@ -4,12 +4,8 @@
 Each app (tests/helpers/zero_code/) is run as a user would run it: `opentelemetry-instrument
 python app.py` in a subprocess, the SDK's console exporters chosen by `OTEL_*` variables, the
 checker the default (embedded) in the default placement (a checking process). The apps are
-scripts without an `if __name__ == "__main__":` guard, as most scripts are.
-
-The lock has no `opentelemetry-distro`, which registers the SDK's configurator for
-`opentelemetry-instrument`; `sdk_configurator/` registers the same class
-(`opentelemetry.sdk._configuration._OTelSDKConfigurator`, which the distro's only subclasses)
-the same way, so the console exporters are set up as they would be.
+scripts without an `if __name__ == "__main__":` guard, as most scripts are. The SDK is set up
+by `opentelemetry-distro` (the `instrument` extra), as it is for a user.
 """
 
 from __future__ import annotations
@@ -72,7 +68,6 @@ def instrumented(app: str, tmp_path: Path, **variables: str) -> Run:
         if not name.startswith(("OTEL_", "REFCHECK_")) and name != "PYTHONPATH"
     }
     env.update(
-        PYTHONPATH=str(ZERO_CODE / "sdk_configurator"),
         OTEL_TRACES_EXPORTER="console",
         OTEL_LOGS_EXPORTER="console",
         OTEL_METRICS_EXPORTER="none",
