@@ -4,7 +4,6 @@ a `RefCheckMonitor`; tests start one in-process)."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,8 @@ from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
 from refcheck_callbacks.integrations.otlp.http_receiver import (
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT,
     ReceiverServer,
 )
 from refcheck_callbacks.integrations.otlp.traces import TraceLimits
@@ -30,10 +31,11 @@ class ReceiverOptions:
     forward: str | None = None
     """URL the received export requests are posted to, untouched (…/v1/traces)."""
     limits: TraceLimits = field(default_factory=TraceLimits)
-    max_connections: int = 32
-    """Connections served at once; more wait in the listen backlog."""
-    connection_timeout: float = 10.0
-    """Seconds a connection may sit idle or stall mid-request before it is closed."""
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Connections open at once; a new one evicts the one that waited longest for its request."""
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    """Seconds a request may take to arrive whole (headers and body), or a connection may sit
+    idle, before it is closed."""
     grpc_port: int | None = None
     """OTLP/gRPC port (the `grpc` extra); None: HTTP only."""
 
@@ -54,7 +56,7 @@ class Receiver:
             max_body_bytes=options.max_body_bytes,
             forwarder=self.forwarder,
             max_connections=options.max_connections,
-            timeout=options.connection_timeout,
+            request_timeout=options.request_timeout,
         )
         self.grpc: GrpcReceiver | None = None
         if options.grpc_port is not None:
@@ -64,9 +66,6 @@ class Receiver:
                 self.collector, options.host, options.grpc_port, options.token,
                 options.max_body_bytes,
             )  # fmt: skip
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="refcheck-collect-http", daemon=True
-        )
 
     @property
     def url(self) -> str:
@@ -74,14 +73,13 @@ class Receiver:
 
     def start(self) -> Receiver:
         self.collector.start()
-        self._thread.start()
+        self.server.start()
         if self.grpc is not None:
             self.grpc.start()
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
         if self.grpc is not None:
             self.grpc.stop()
         self.collector.close()
