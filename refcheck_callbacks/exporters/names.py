@@ -115,6 +115,9 @@ CASCADE_ESCALATIONS: Final = "refcheck.cascade.escalations"
 FEEDBACK_CLAIMS: Final = "refcheck.feedback.claims"
 """Claims a person labelled, by the checker's verdict, the person's label and agreement."""
 FEEDBACK_REFUSED: Final = "refcheck.feedback.refused"
+COLLECT_REJECTED: Final = "refcheck.collect.rejected"
+"""What `refcheck collect` refused (requests; spans for `bad_span_id`), by reason."""
+COLLECT_NOT_FORWARDED: Final = "refcheck.collect.not_forwarded"
 
 # -- the checker service (`refcheck serve`): Ray Serve metrics --------------------------------
 SERVE_BATCH_INPUTS: Final = "refcheck_serve_batch_inputs"
@@ -151,6 +154,8 @@ PROMETHEUS: Final[dict[str, str]] = {
     CASCADE_ESCALATIONS: "refcheck_cascade_escalations_total",
     FEEDBACK_CLAIMS: "refcheck_feedback_claims_total",
     FEEDBACK_REFUSED: "refcheck_feedback_refused_total",
+    COLLECT_REJECTED: "refcheck_collect_rejected_total",
+    COLLECT_NOT_FORWARDED: "refcheck_collect_not_forwarded_total",
 }
 """How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
 metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and

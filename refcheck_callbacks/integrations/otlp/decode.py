@@ -147,15 +147,32 @@ def _hex_ids(item: Any) -> None:
                 raise PayloadError(f"{key} {value[:40]!r} is not hex") from exc
 
 
+@dataclass(slots=True)
+class BadIds:
+    """The spans `spans_of` left out for an id of the wrong length."""
+
+    count: int = 0
+    example: str = ""
+
+
 def spans_of(
-    request: ExportTraceServiceRequest, admit: Callable[[str], bool] = lambda _: True
+    request: ExportTraceServiceRequest,
+    admit: Callable[[str], bool] = lambda _: True,
+    bad_ids: BadIds | None = None,
 ) -> Iterator[ReceivedSpan]:
     """The spans of an export request that `admit(trace_id)` takes; those without a valid
-    trace or span id are left out. A span not admitted is not read further."""
+    trace or span id are left out (counted in `bad_ids`). A span not admitted is not read
+    further."""
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    if bad_ids is not None:
+                        bad_ids.count += 1
+                        bad_ids.example = (
+                            f"a span with a {len(span.trace_id)}-byte trace id and a "
+                            f"{len(span.span_id)}-byte span id"
+                        )
                     continue
                 trace_id = span.trace_id.hex()
                 if not admit(trace_id):

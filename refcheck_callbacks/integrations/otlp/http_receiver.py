@@ -24,6 +24,7 @@ is counted by its `RejectReason`; the reply is sent before forwarding. `GET /hea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import socket
@@ -34,20 +35,23 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 import h11
+from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from refcheck_callbacks.contract.reasons import RejectReason
 from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
+from refcheck_callbacks.integrations.otlp.limits import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
+)
 from refcheck_callbacks.support.logs import logger
 
 TRACES_PATH = "/v1/traces"
 HEALTH_PATH = "/healthz"
 STATS_PATH = "/v1/stats"
-DEFAULT_MAX_BODY_BYTES = 16 << 20
-DEFAULT_MAX_CONNECTIONS = 32
-DEFAULT_REQUEST_TIMEOUT = 10.0
 _READ_BYTES = 1 << 16
 _MAX_HEADER_BYTES = 16 << 10
 """Request line and headers (and a chunk size line): h11 refuses more (a 400)."""
@@ -81,6 +85,14 @@ class _Connection:
 
 
 @dataclass
+class _Export:
+    """A `POST /v1/traces` that arrived whole."""
+
+    headers: dict[str, bytes]
+    body: bytes
+
+
+@dataclass
 class _Reply:
     status: int
     body: bytes
@@ -98,10 +110,10 @@ class ReceiverServer:
         address: tuple[str, int],
         collector: TraceCollector,
         token: str | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
         forwarder: Forwarder | None = None,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
-        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.collector = collector
         self.token = token
@@ -148,8 +160,10 @@ class ReceiverServer:
         server = await asyncio.start_server(self._accepted, sock=self._socket)
         await self._stopping.wait()
         server.close()
-        for connection in list(self._connections):
-            connection.writer.transport.abort()
+        serving = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in serving:
+            task.cancel()
+        await asyncio.gather(*serving, return_exceptions=True)
         await server.wait_closed()
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -157,8 +171,8 @@ class ReceiverServer:
         try:
             await self._admit(connection)
             await self._converse(connection, reader)
-        except (OSError, asyncio.IncompleteReadError):
-            pass  # the client went away, or was evicted
+        except (OSError, asyncio.TimeoutError):
+            pass  # the client went away, was evicted, or did not read its reply in time
         except Exception:  # a bug of ours must not stop the loop
             logger.exception("refcheck collect: serving a connection failed")
         finally:
@@ -182,7 +196,9 @@ class ReceiverServer:
     def _evict(self, connection: _Connection) -> None:
         connection.evicted = True
         self._connections.pop(connection, None)
-        self.collector.reject(RejectReason.TIMEOUT)
+        self.collector.reject(
+            RejectReason.TIMEOUT, "a connection waiting for its request closed for a new one"
+        )
         connection.writer.transport.abort()
 
     async def _converse(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
@@ -194,12 +210,24 @@ class ReceiverServer:
             self._connections.pop(connection, None)
             self._connections[connection] = None  # now the most recent to wait
             try:
-                async with asyncio.timeout(self.request_timeout):
-                    reply = await self._request(http, reader, connection)
-            except TimeoutError:
+                arrived = await asyncio.wait_for(
+                    self._request(http, reader, connection), self.request_timeout
+                )
+            except asyncio.TimeoutError:
                 if http.their_state is not h11.IDLE or http.trailing_data[0]:
-                    self.collector.reject(RejectReason.TIMEOUT)  # cut off mid-request
+                    self.collector.reject(
+                        RejectReason.TIMEOUT,
+                        f"a request not whole within {self.request_timeout:g} s closed",
+                    )
                 return
+            if isinstance(arrived, _Export):
+                connection.busy = True  # our own time, not the client's: no deadline
+                loop = asyncio.get_running_loop()
+                reply: _Reply | None = await loop.run_in_executor(
+                    self._decoding, self._ingest, arrived.headers, arrived.body
+                )
+            else:
+                reply = arrived
             if reply is None:
                 return  # the client closed
             keep_alive = await self._send(connection, http, reply)
@@ -213,8 +241,9 @@ class ReceiverServer:
 
     async def _request(
         self, http: h11.Connection, reader: asyncio.StreamReader, connection: _Connection
-    ) -> _Reply | None:
-        """Read one request and answer it; None when the connection closed between requests."""
+    ) -> _Reply | _Export | None:
+        """Read one request: an export to ingest, or the reply to anything else; None when the
+        connection closed between requests."""
         try:
             event = await self._next_event(http, reader)
             if isinstance(event, h11.ConnectionClosed):
@@ -228,16 +257,13 @@ class ReceiverServer:
                 raise _Refused(RejectReason.NOT_FOUND, f"no route {target}; traces: {TRACES_PATH}")
             if not self.authorized(_text(headers.get("authorization"))):
                 raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
-            body = await self._body(http, reader, headers)
+            return _Export(headers, await self._body(http, reader, headers))
         except h11.RemoteProtocolError as exc:
             if connection.evicted:
                 return None
             return self._refusal(_Refused(RejectReason.MALFORMED, f"bad HTTP framing: {exc}"))
         except _Refused as refused:
             return self._refusal(refused)
-        connection.busy = True
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._decoding, self._ingest, headers, body)
 
     async def _next_event(self, http: h11.Connection, reader: asyncio.StreamReader) -> object:
         while True:
@@ -288,7 +314,7 @@ class ReceiverServer:
                     f"Content-Type {content_type!r}: send {decode.PROTOBUF} or {decode.JSON}",
                 )
             data = decode.decompress(body, encoding, self.max_body_bytes)
-            self.collector.receive(decode.parse(data, content_type))
+            bad_ids = self.collector.receive(decode.parse(data, content_type))
         except decode.PayloadTooLarge as exc:
             return self._refusal(_Refused(RejectReason.TOO_LARGE, str(exc)))
         except decode.PayloadError as exc:
@@ -297,15 +323,18 @@ class ReceiverServer:
             return self._refusal(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
         except _Refused as refused:
             return self._refusal(refused)
+        response = ExportTraceServiceResponse()
+        if bad_ids:
+            response.partial_success.rejected_spans = bad_ids
+            response.partial_success.error_message = "spans with ids of the wrong length"
         if content_type == decode.PROTOBUF:
-            answer = ExportTraceServiceResponse().SerializeToString()
+            answer = response.SerializeToString()
         else:
-            content_type, answer = decode.JSON, b"{}"
+            answer = json_format.MessageToJson(response).encode()
         return _Reply(HTTPStatus.OK, answer, content_type, (body, content_type, encoding))
 
     def _refusal(self, refused: _Refused) -> _Reply:
-        self.collector.reject(refused.reason)
-        logger.debug("refcheck collect: refused a request: %s", refused)
+        self.collector.reject(refused.reason, str(refused))
         body = json.dumps({"error": refused.reason.value, "message": str(refused)}).encode()
         return _Reply(_STATUS[refused.reason], body, decode.JSON)
 
@@ -322,8 +351,7 @@ class ReceiverServer:
             writer.write(http.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError:  # the request's framing broke h11's state
             return False
-        async with asyncio.timeout(self.request_timeout):
-            await writer.drain()
+        await asyncio.wait_for(writer.drain(), self.request_timeout)
         return whole and http.our_state is h11.DONE and http.their_state is h11.DONE
 
     async def _linger(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
@@ -334,16 +362,16 @@ class ReceiverServer:
         writer = connection.writer
         if writer.can_write_eof():
             writer.write_eof()
-        discarded = 0
-        try:
-            async with asyncio.timeout(_LINGER_S):
-                while discarded < _LINGER_BYTES:
-                    chunk = await reader.read(_READ_BYTES)
-                    if not chunk:
-                        return
-                    discarded += len(chunk)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(_discard(reader, _LINGER_BYTES), _LINGER_S)
+
+
+async def _discard(reader: asyncio.StreamReader, most: int) -> None:
+    while most > 0:
+        chunk = await reader.read(_READ_BYTES)
+        if not chunk:
+            return
+        most -= len(chunk)
 
 
 def _text(value: bytes | None) -> str | None:

@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.contract.answers import AnswerSink
-from refcheck_callbacks.integrations.otlp.collector import TraceCollector
+from refcheck_callbacks.integrations.otlp.collector import Record, TraceCollector
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
-from refcheck_callbacks.integrations.otlp.http_receiver import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_REQUEST_TIMEOUT,
-    ReceiverServer,
+from refcheck_callbacks.integrations.otlp.http_receiver import ReceiverServer
+from refcheck_callbacks.integrations.otlp.limits import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
+    TraceLimits,
 )
-from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
 if TYPE_CHECKING:
     from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
@@ -27,13 +27,13 @@ class ReceiverOptions:
     host: str = "127.0.0.1"
     port: int = 4318
     token: str | None = None
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_body_bytes: int = MAX_BODY_BYTES
     forward: str | None = None
     """URL the received export requests are posted to, untouched (…/v1/traces)."""
     limits: TraceLimits = field(default_factory=TraceLimits)
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_connections: int = MAX_CONNECTIONS
     """Connections open at once; a new one evicts the one that waited longest for its request."""
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    request_timeout: float = REQUEST_TIMEOUT
     """Seconds a request may take to arrive whole (headers and body), or a connection may sit
     idle, before it is closed."""
     grpc_port: int | None = None
@@ -44,11 +44,18 @@ class Receiver:
     """Binds when built; `start` serves in threads; `stop` submits the open traces whose root
     arrived to the sink (and counts the rest) and stops. The sink is not shut down."""
 
-    def __init__(self, sink: AnswerSink, options: ReceiverOptions) -> None:
+    def __init__(
+        self, sink: AnswerSink, options: ReceiverOptions, record: Record | None = None
+    ) -> None:
+        """`record`: where refusals are also counted for the metrics (`monitor.record`)."""
         self.sink = sink
         self.options = options
-        self.collector = TraceCollector(sink, options.limits)
-        self.forwarder = None if options.forward is None else Forwarder(options.forward)
+        self.collector = TraceCollector(sink, options.limits, record=record)
+        self.forwarder = (
+            None
+            if options.forward is None
+            else Forwarder(options.forward, self.collector.lose_forward)
+        )
         self.server = ReceiverServer(
             (options.host, options.port),
             self.collector,
