@@ -10,6 +10,7 @@ could not be read errored (`trace_pairing`): every trace received is submitted o
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import Counter
@@ -36,6 +37,9 @@ from refcheck_callbacks.types import TraceContext
 
 SOURCE = "otlp"
 """`refcheck.source` in the metadata of every answer the receiver submits."""
+_BATCH_SPANS = 256
+"""Spans read into Python objects at a time: the assembly makes room for each batch before the
+next is read, so a request's spans never sit in memory beside a full buffer all at once."""
 Record = Callable[[Tally, str, int], None]
 """Where refusals are also counted for the metrics: `RefCheckMonitor.record`."""
 _LOG_LINES = {
@@ -71,11 +75,29 @@ class TraceCollector:
 
     # -- intake ------------------------------------------------------------------------------
 
+    def take(self, data: bytes, content_type: str) -> int:
+        """Decode an export request (`decode.parse`) and `receive` it, counting what parsing
+        may take (up to `decode.PARSE_EXPANSION` times the body) within `max_buffered_bytes`
+        until its spans are in: `decode.PayloadTooLarge` when that alone exceeds the bound.
+        Returns how many spans were rejected."""
+        transient = len(data) * decode.PARSE_EXPANSION
+        if not self.assembly.reserve(transient):
+            raise decode.PayloadTooLarge(
+                f"a body of {len(data)} bytes may take {transient} bytes to parse, more than "
+                f"--max-buffered-bytes ({self.assembly.limits.max_buffered_bytes})"
+            )
+        try:
+            return self.receive(decode.parse(data, content_type))
+        finally:
+            self.assembly.release(transient)
+
     def receive(self, request: ExportTraceServiceRequest) -> int:
         """Take the spans of a decoded export request; returns how many were rejected (bad
         ids), each counted `bad_span_id`."""
         bad_ids = decode.BadIds()
-        self.assembly.add(decode.spans_of(request, self.assembly.admit, bad_ids))
+        spans = decode.spans_of(request, self.assembly.admit, bad_ids)
+        while batch := list(itertools.islice(spans, _BATCH_SPANS)):
+            self.assembly.add(batch)
         if bad_ids.count:
             self.reject(RejectReason.BAD_SPAN_ID, bad_ids.example, bad_ids.count)
         return bad_ids.count

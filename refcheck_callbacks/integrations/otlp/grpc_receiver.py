@@ -69,12 +69,14 @@ class GrpcReceiver:
             self.collector.reject(RejectReason.TOO_LARGE, message)
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         try:
-            request = decode.parse(body, decode.PROTOBUF)
+            bad_ids = self.collector.take(body, decode.PROTOBUF)
+        except decode.PayloadTooLarge as exc:
+            self.collector.reject(RejectReason.TOO_LARGE, f"gRPC: {exc}")
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except decode.PayloadError as exc:
             self.collector.reject(RejectReason.MALFORMED, f"gRPC: {exc}")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         response = ExportTraceServiceResponse()
-        bad_ids = self.collector.receive(request)
         if bad_ids:
             response.partial_success.rejected_spans = bad_ids
             response.partial_success.error_message = "spans with ids of the wrong length"

@@ -55,8 +55,9 @@ STATS_PATH = "/v1/stats"
 _READ_BYTES = 1 << 16
 _MAX_HEADER_BYTES = 16 << 10
 """Request line and headers (and a chunk size line): h11 refuses more (a 400)."""
-_DECODE_THREADS = 2
-"""Decoding is CPU-bound under the GIL; two threads keep the loop free while one decodes."""
+_DECODE_THREADS = 1
+"""Decoding is CPU-bound under the GIL: one thread keeps the loop free, and only one request's
+parse is in memory at a time (`TraceCollector.take` makes room for it)."""
 _LINGER_S = 2.0
 _LINGER_BYTES = 64 << 20
 _STATUS = {
@@ -314,7 +315,7 @@ class ReceiverServer:
                     f"Content-Type {content_type!r}: send {decode.PROTOBUF} or {decode.JSON}",
                 )
             data = decode.decompress(body, encoding, self.max_body_bytes)
-            bad_ids = self.collector.receive(decode.parse(data, content_type))
+            bad_ids = self.collector.take(data, content_type)
         except decode.PayloadTooLarge as exc:
             return self._refusal(_Refused(RejectReason.TOO_LARGE, str(exc)))
         except decode.PayloadError as exc:

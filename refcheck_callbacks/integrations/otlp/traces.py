@@ -130,6 +130,27 @@ class TraceAssembly:
         for trace, reason in dropped:
             self._on_drop(trace, reason)
 
+    def reserve(self, transient: int) -> bool:
+        """Count `transient` bytes (a request being parsed) as buffered, giving up the least
+        recently active traces until they fit under `max_buffered_bytes`; False, reserving
+        nothing, when they could not fit even alone. `release` them once the request's spans
+        were added, so the spans read from it make room within the bound too."""
+        if transient > self.limits.max_buffered_bytes:
+            return False
+        dropped: list[OpenTrace] = []
+        with self._lock:
+            while self._open and self._bytes + transient > self.limits.max_buffered_bytes:
+                dropped.append(self._finish_locked(next(iter(self._open.values()))))
+            self._bytes += transient
+            self.spans.given_up += sum(len(trace.spans) for trace in dropped)
+        for trace in dropped:
+            self._on_drop(trace, DropReason.TRACE_OVERFLOW)
+        return True
+
+    def release(self, transient: int) -> None:
+        with self._lock:
+            self._bytes -= transient
+
     def _finish_locked(self, trace: OpenTrace) -> OpenTrace:
         """Remove an open trace and remember its id."""
         self._open.pop(trace.trace_id, None)
