@@ -252,6 +252,10 @@ class ReceiverServer:
             assert isinstance(event, h11.Request)
             target = event.target.decode("latin-1").split("?", 1)[0]
             headers = {name.decode("latin-1"): value for name, value in event.headers}
+            if "transfer-encoding" in headers and "content-length" in headers:
+                raise _Refused(  # one framing or the other: both is how requests are smuggled
+                    RejectReason.MALFORMED, "both Transfer-Encoding and Content-Length"
+                )
             if event.method == b"GET":
                 return self._get(target, headers)
             if event.method != b"POST" or target != TRACES_PATH:
