@@ -212,7 +212,7 @@ def run_collect(args: argparse.Namespace) -> int:
             capture_content=args.capture_content,
             placement=args.placement,
         )
-        receiver = Receiver(monitor, options).start()
+        receiver = Receiver(monitor, options, record=monitor.record).start()
     except (RefCheckError, OSError) as exc:
         return fail(str(exc))
     if options.token is None:

@@ -4,6 +4,7 @@ a fast one wait and are closed within the request deadline; any invalid framing 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
@@ -160,10 +161,8 @@ def test_a_chunked_body_past_the_limit_gets_413_before_it_is_read(receiver: Rece
                 sent += client.send(chunk)
             except BlockingIOError:
                 time.sleep(0.01)
-            try:
+            with contextlib.suppress(BlockingIOError):
                 reply = client.recv(1 << 16)
-            except BlockingIOError:
-                pass
         client.setblocking(True)
         reply = reply or client.recv(1 << 16)
     assert reply.startswith(b"HTTP/1.1 413")
