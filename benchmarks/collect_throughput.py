@@ -19,7 +19,14 @@ keep-alive connection.
   (tracemalloc) this process holds more after `--open-traces` traces arrived, per trace, and
   the receiver's own estimate (`buffered_bytes`, what `--max-buffered-bytes` bounds).
 
+- ingest rate against a baseline (`--baseline REV`, default c5acbe0: the receiver before it
+  moved to h11): the receiver alone (a sink that checks nothing), spans per second posted by
+  a client process, the baseline's package (`git archive REV`) and this tree's run in turn in
+  fresh processes, `--rounds` times each; the ratio of the medians is this tree's / the
+  baseline's.
+
     flock /tmp/cpu.lock python benchmarks/collect_throughput.py [--traces 20000] [--json out.json]
+    flock /tmp/cpu.lock python benchmarks/collect_throughput.py --ingest-ratio-only
 """
 
 from __future__ import annotations
@@ -30,11 +37,16 @@ import http.client
 import json
 import multiprocessing
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DOCUMENTS = [
     "The Eiffel Tower in Paris is 330 metres tall; it was built in 1887-1889 for the World's Fair.",
@@ -136,6 +148,69 @@ def _client(args: argparse.Namespace, ports: Any, done: Any) -> None:
         connection.close()
 
 
+class _NullSink:
+    """An `AnswerSink` that checks nothing: the ingest rate is the receiver's alone."""
+
+    def submit(self, **fields: Any) -> bool:
+        return False
+
+    def skipped(self, reason: Any, count: int = 1) -> None:
+        pass
+
+    dropped = errored = skipped
+
+
+def _ingest_once(args: argparse.Namespace) -> None:
+    """One ingest measurement, of whichever `refcheck_callbacks` is on the path: prints the
+    spans per second posted and answered."""
+    from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOptions
+    from refcheck_callbacks.integrations.otlp.traces import TraceLimits
+
+    args.open_traces = 0
+    spawn = multiprocessing.get_context("spawn")
+    ports, done = spawn.Queue(), spawn.Queue()
+    client = spawn.Process(target=_client, args=(args, ports, done), daemon=True)
+    client.start()
+    assert done.get(timeout=600) == "ready"
+    limits = TraceLimits(idle=0.5, max_open_traces=100_000, max_buffered_bytes=4 << 30)
+    receiver = Receiver(_NullSink(), ReceiverOptions(port=0, limits=limits)).start()  # type: ignore[arg-type]
+    ports.put(receiver.server.port)
+    posting = done.get(timeout=3600)
+    receiver.stop()
+    ports.put(0)  # the client's second phase: nothing to send
+    client.join(10)
+    print(json.dumps({"spans_per_s": args.traces * (3 + args.extra_spans) / posting}))
+
+
+def _ingest_ratio(args: argparse.Namespace) -> dict[str, Any]:
+    """This tree's ingest rate over the baseline's, measured in turn in fresh processes."""
+    rates: dict[str, list[float]] = {"baseline": [], "this_tree": []}
+    with tempfile.TemporaryDirectory() as baseline:
+        archive = subprocess.run(
+            ["git", "archive", args.baseline, "refcheck_callbacks"],
+            cwd=ROOT, check=True, capture_output=True,
+        )  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", baseline], input=archive.stdout, check=True)
+        command = [
+            sys.executable, __file__, "--ingest-once", "--traces", str(args.traces),
+            "--traces-per-request", str(args.traces_per_request),
+            "--extra-spans", str(args.extra_spans),
+        ]  # fmt: skip
+        for _ in range(args.rounds):
+            for name, tree in (("baseline", baseline), ("this_tree", str(ROOT))):
+                env = {**os.environ, "PYTHONPATH": tree}
+                out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+                rates[name].append(json.loads(out.stdout.strip().splitlines()[-1])["spans_per_s"])
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    return {
+        "baseline": args.baseline,
+        "ingest_spans_per_s": {name: [round(v) for v in values] for name, values in rates.items()},
+        "ingest_ratio_this_tree_over_baseline": round(
+            medians["this_tree"] / medians["baseline"], 3
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=20_000)
@@ -145,7 +220,19 @@ def main() -> None:
     parser.add_argument("--sample-rate", type=float, default=0.1)
     parser.add_argument("--checker", default="embedded")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--baseline", default="c5acbe0", help="git revision to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ingest-ratio-only", action="store_true")
+    parser.add_argument("--ingest-once", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.ingest_once:
+        _ingest_once(args)
+        return
+    ratio = _ingest_ratio(args)
+    if args.ingest_ratio_only:
+        json.dump(ratio, sys.stdout, indent=2)
+        print()
+        return
 
     from refcheck_callbacks import RefCheckMonitor
     from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOptions
@@ -217,6 +304,7 @@ def main() -> None:
         "open_traces": open_traces,
         "python_bytes_per_open_trace": round(grown / max(open_traces, 1)),
         "estimated_bytes_per_open_trace": round(estimate / max(open_traces, 1)),
+        **ratio,
     }
     json.dump(figures, sys.stdout, indent=2)
     print()

@@ -7,6 +7,7 @@ the command runs, so `refcheck --help` stays instant.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from refcheck_callbacks.cli.component_names import describe
 from refcheck_callbacks.cli.exit_status import fail
 from refcheck_callbacks.contract.registry import CHECKERS
+from refcheck_callbacks.integrations.otlp import limits
 
 if TYPE_CHECKING:
     from refcheck_callbacks.contract.components import Exporter
@@ -71,16 +73,19 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help=f"bearer token every request must carry (default: ${TOKEN_ENV}, if set)",
     )
     where.add_argument(
-        "--max-connections", type=int, default=32, metavar="N",
-        help="connections served at once; more wait in the listen backlog (32)",
+        "--max-connections", type=int, default=limits.MAX_CONNECTIONS, metavar="N",
+        help="connections open at once; a new one closes the one that has waited longest for "
+        f"its request, counted timeout ({limits.MAX_CONNECTIONS})",
     )  # fmt: skip
     where.add_argument(
-        "--connection-timeout", type=float, default=10.0, metavar="SECONDS",
-        help="a connection idle or stalled this long is closed (10)",
+        "--request-timeout", type=float, default=limits.REQUEST_TIMEOUT, metavar="SECONDS",
+        help="a request must arrive whole (headers and body) within this long, else its "
+        "connection is closed, counted timeout; the same for an idle connection "
+        f"({limits.REQUEST_TIMEOUT:g})",
     )  # fmt: skip
     where.add_argument(
-        "--max-body-bytes", type=int, default=16 << 20, metavar="N",
-        help="largest request body, also after gunzip (default 16 MiB)",
+        "--max-body-bytes", type=int, default=limits.MAX_BODY_BYTES, metavar="N",
+        help=f"largest request body, also after gunzip ({_size(limits.MAX_BODY_BYTES)})",
     )  # fmt: skip
     out = parser.add_argument_group("where results and spans go")
     out.add_argument(
@@ -113,44 +118,42 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="where checking runs (default: a child process where one can start)",
     )  # fmt: skip
     traces = parser.add_argument_group("traces waiting in memory")
-    traces.add_argument(
-        "--idle", type=float, default=5.0, metavar="SECONDS",
-        help="a trace is complete when its root span arrived and no span came for this long (5)",
-    )  # fmt: skip
-    traces.add_argument(
-        "--max-open-traces", type=int, default=10_000, metavar="N",
-        help="traces waiting at once; beyond, the least recently active is dropped (10000)",
-    )  # fmt: skip
-    traces.add_argument(
-        "--max-spans-per-trace", type=int, default=2_000, metavar="N",
-        help="a trace with more is given up (2000)",
-    )  # fmt: skip
-    traces.add_argument(
-        "--max-trace-age", type=float, default=300.0, metavar="SECONDS",
-        help="a trace whose root never arrives is given up this long after its first span (300)",
-    )  # fmt: skip
-    traces.add_argument(
-        "--max-buffered-bytes", type=int, default=256 << 20, metavar="N",
-        help="spans held across open traces, estimated (default 256 MiB)",
-    )  # fmt: skip
+    for limit in dataclasses.fields(limits.TraceLimits):
+        default = limit.default
+        assert isinstance(default, int | float), limit.name
+        shown = _size(default) if limit.name.endswith("_bytes") else f"{default:g}"
+        traces.add_argument(
+            "--" + limit.name.replace("_", "-"),
+            type=type(default),
+            default=default,
+            metavar="SECONDS" if isinstance(default, float) else "N",
+            help=f"{limit.metadata['help']} ({shown})",
+        )
+
+
+def _size(count: float) -> str:
+    """A byte count as people write it: 16 MiB, 256 MiB, or the number."""
+    return (
+        f"{int(count) >> 20} MiB"
+        if count >= 1 << 20 and int(count) % (1 << 20) == 0
+        else f"{count:g}"
+    )
 
 
 def _options(args: argparse.Namespace) -> ReceiverOptions:
     from refcheck_callbacks.integrations.otlp.launch import ReceiverOptions
-    from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
     if args.max_body_bytes < 1 or args.max_connections < 1:
         raise ValueError("--max-body-bytes and --max-connections must be at least 1")
-    if args.connection_timeout <= 0:
-        raise ValueError("--connection-timeout must be positive")
+    if args.request_timeout <= 0:
+        raise ValueError("--request-timeout must be positive")
     if not 0.0 <= args.sample_rate <= 1.0:
         raise ValueError("--sample-rate is a share between 0 and 1")
-    limits = TraceLimits(
-        idle=args.idle,
-        max_open_traces=args.max_open_traces,
-        max_spans_per_trace=args.max_spans_per_trace,
-        max_trace_age=args.max_trace_age,
-        max_buffered_bytes=args.max_buffered_bytes,
+    trace_limits = limits.TraceLimits(
+        **{
+            limit.name: getattr(args, limit.name)
+            for limit in dataclasses.fields(limits.TraceLimits)
+        }
     )
     return ReceiverOptions(
         grpc_port=_grpc_port(args.grpc_port),
@@ -159,9 +162,9 @@ def _options(args: argparse.Namespace) -> ReceiverOptions:
         token=args.token or os.environ.get(TOKEN_ENV) or None,
         max_body_bytes=args.max_body_bytes,
         forward=args.forward,
-        limits=limits,
+        limits=trace_limits,
         max_connections=args.max_connections,
-        connection_timeout=args.connection_timeout,
+        request_timeout=args.request_timeout,
     )
 
 
@@ -209,7 +212,7 @@ def run_collect(args: argparse.Namespace) -> int:
             capture_content=args.capture_content,
             placement=args.placement,
         )
-        receiver = Receiver(monitor, options).start()
+        receiver = Receiver(monitor, options, record=monitor.record).start()
     except (RefCheckError, OSError) as exc:
         return fail(str(exc))
     if options.token is None:

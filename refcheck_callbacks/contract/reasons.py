@@ -35,6 +35,11 @@ class Tally(str, Enum):
     TRUNCATED = "truncated"
     """Answers checked with a field cut to its limit (`InputLimits`), by `TruncateReason`:
     one count per answer and field, however much was cut (the result's notes say how much)."""
+    REJECTED = "rejected"
+    """What `refcheck collect` refused, by `RejectReason`: export requests, and spans for
+    `bad_span_id`."""
+    NOT_FORWARDED = "not_forwarded"
+    """Export requests `refcheck collect --forward` did not pass on, by `ForwardReason`."""
 
 
 class SkipReason(str, Enum):
@@ -142,7 +147,22 @@ class RejectReason(str, Enum):
     NOT_FOUND = "not_found"
     """A path other than /v1/traces: 404."""
     TIMEOUT = "timeout"
-    """The body did not arrive within `--connection-timeout`: the connection is closed."""
+    """The request did not arrive whole (headers and body) within `--request-timeout`, or its
+    connection was the longest waiting when `--max-connections` were open and a new one came:
+    the connection is closed."""
+    BAD_SPAN_ID = "bad_span_id"
+    """A span whose trace id is not 16 bytes or whose span id is not 8 (counted per span; the
+    request's other spans are taken, and its reply says how many were rejected)."""
+
+
+class ForwardReason(str, Enum):
+    """Why `refcheck collect --forward` did not pass an export request on (`Tally.NOT_FORWARDED`;
+    the app got its 200 already)."""
+
+    QUEUE_FULL = "queue_full"
+    """The forwarding queue was full (the downstream is slower than the app)."""
+    FAILED = "failed"
+    """The downstream refused it, or did not answer in time."""
 
 
 class TruncateReason(str, Enum):

@@ -86,6 +86,16 @@ class Instruments:
                 names.UNIT_REQUEST,
                 "Answers checked with a field cut to its limit (InputLimits), by field.",
             ),
+            Tally.REJECTED: meter.create_counter(
+                names.COLLECT_REJECTED,
+                names.UNIT_REQUEST,
+                "What refcheck collect refused: export requests (spans for bad_span_id).",
+            ),
+            Tally.NOT_FORWARDED: meter.create_counter(
+                names.COLLECT_NOT_FORWARDED,
+                names.UNIT_REQUEST,
+                "Export requests refcheck collect --forward did not pass on, by reason.",
+            ),
         }
         self.llm_tokens = meter.create_counter(
             names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."

@@ -128,6 +128,9 @@ FEEDBACK_CLAIMS: Final = "refcheck.feedback.claims"
 FEEDBACK_REFUSED: Final = "refcheck.feedback.refused"
 TRUNCATED: Final = "refcheck.truncated"
 """Answers checked with a field cut to its limit (`InputLimits`), by field."""
+COLLECT_REJECTED: Final = "refcheck.collect.rejected"
+"""What `refcheck collect` refused (requests; spans for `bad_span_id`), by reason."""
+COLLECT_NOT_FORWARDED: Final = "refcheck.collect.not_forwarded"
 
 # -- the checker service (`refcheck serve`): Ray Serve metrics --------------------------------
 SERVE_BATCH_INPUTS: Final = "refcheck_serve_batch_inputs"
@@ -168,6 +171,8 @@ PROMETHEUS: Final[dict[str, str]] = {
     FEEDBACK_CLAIMS: "refcheck_feedback_claims_total",
     FEEDBACK_REFUSED: "refcheck_feedback_refused_total",
     TRUNCATED: "refcheck_truncated_total",
+    COLLECT_REJECTED: "refcheck_collect_rejected_total",
+    COLLECT_NOT_FORWARDED: "refcheck_collect_not_forwarded_total",
 }
 """How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
 metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and

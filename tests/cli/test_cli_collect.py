@@ -135,3 +135,26 @@ def test_collect_exports_the_contradiction_on_the_apps_trace(
     [evaluation] = [s for s in spans if s.name == "evaluate refcheck"]
     assert evaluation.trace_id.hex() == trace_id
     assert evaluation.parent_span_id.hex() == root_id
+
+
+def test_the_trace_limits_defaults_and_help_come_from_trace_limits() -> None:
+    """One flag per `TraceLimits` field, its default the field's, its help the field's."""
+    import dataclasses
+
+    from refcheck_callbacks.cli.collect import _options
+    from refcheck_callbacks.integrations.otlp.traces import TraceLimits
+
+    parser = build_parser()
+    options = _options(parser.parse_args(["collect"]))
+    assert options.limits == TraceLimits()
+    [collect] = [
+        choice
+        for action in parser._subparsers._group_actions  # type: ignore[union-attr]
+        for name, choice in action.choices.items()  # type: ignore[union-attr]
+        if name == "collect"
+    ]
+    helps = {action.dest: action.help for action in collect._actions}
+    for limit in dataclasses.fields(TraceLimits):
+        assert limit.metadata["help"] in str(helps[limit.name])
+    changed = _options(parser.parse_args(["collect", "--remembered-traces", "7", "--idle", "2"]))
+    assert (changed.limits.remembered_traces, changed.limits.idle) == (7, 2.0)

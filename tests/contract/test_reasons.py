@@ -16,6 +16,7 @@ from refcheck_callbacks.contract.reasons import (
     DropReason,
     ErrorReason,
     FeedbackReason,
+    ForwardReason,
     RejectReason,
     SkipReason,
     Tally,
@@ -27,7 +28,16 @@ from refcheck_callbacks.exporters import names
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 SHIPPED = {
-    Tally: {"dropped", "skipped", "errors", "failed", "feedback_refused", "truncated"},
+    Tally: {
+        "dropped",
+        "skipped",
+        "errors",
+        "failed",
+        "feedback_refused",
+        "truncated",
+        "rejected",
+        "not_forwarded",
+    },
     SkipReason: {
         "sampled_out", "no_references", "no_answer", "unpaired", "run_error", "run_cancelled",
         "answer_incomplete", "run_expired", "query_error", "stream_incomplete", "stream_error",
@@ -43,8 +53,9 @@ SHIPPED = {
     },
     RejectReason: {
         "malformed", "too_large", "unauthorized", "unsupported_media_type", "not_found",
-        "timeout",
+        "timeout", "bad_span_id",
     },
+    ForwardReason: {"queue_full", "failed"},
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
     TruncateReason: {
         "answer", "question", "references", "reference_text", "claims", "claim", "model",

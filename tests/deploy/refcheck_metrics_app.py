@@ -42,7 +42,8 @@ from refcheck_callbacks import (
     Verdict,
 )
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage
-from refcheck_callbacks.contract.reasons import Tally
+from refcheck_callbacks.contract.reasons import ForwardReason, RejectReason, Tally
+from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 
 MODELS = ("model-a", "model-b")
 LABEL_WORDS = {
@@ -219,6 +220,10 @@ def main(port: int, feedback_file: str) -> None:
                         str(label is Label.ENTAILMENT).lower() for label in labels if label
                     )
             assert not monitor.feedback("never-checked", True)
+            # what `refcheck collect` refuses reaches the same metrics (monitor.record)
+            collector = TraceCollector(monitor, record=monitor.record)
+            collector.reject(RejectReason.MALFORMED, "not a trace export")
+            collector.lose_forward(ForwardReason.FAILED, "the downstream did not answer")
         stats = {
             t.value: monitor.stats.get(t) + sampled_out.stats.get(t) + tiny.stats.get(t)
             for t in Tally

@@ -10,6 +10,7 @@ could not be read errored (`trace_pairing`): every trace received is submitted o
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import Counter
@@ -22,17 +23,31 @@ from refcheck_callbacks.contract.answers import AnswerSink
 from refcheck_callbacks.contract.reasons import (
     DropReason,
     ErrorReason,
+    ForwardReason,
     RejectReason,
     SkipReason,
+    Tally,
 )
 from refcheck_callbacks.integrations.otlp import decode
+from refcheck_callbacks.integrations.otlp.limits import TraceLimits
 from refcheck_callbacks.integrations.otlp.pairing import shape_of
-from refcheck_callbacks.integrations.otlp.traces import OpenTrace, TraceAssembly, TraceLimits
+from refcheck_callbacks.integrations.otlp.traces import OpenTrace, TraceAssembly
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import TraceContext
 
 SOURCE = "otlp"
 """`refcheck.source` in the metadata of every answer the receiver submits."""
+_BATCH_SPANS = 256
+"""Spans read into Python objects at a time: the assembly makes room for each batch before the
+next is read, so a request's spans never sit in memory beside a full buffer all at once."""
+Record = Callable[[Tally, str, int], None]
+"""Where refusals are also counted for the metrics: `RefCheckMonitor.record`."""
+_LOG_LINES = {
+    reason: f"refcheck collect: {reason.value}: %s (counted; logged once a minute)"
+    for reason in (*RejectReason, *ForwardReason)
+}
+"""One message template per reason, so the package's rate-limited logger shows the first of
+each reason, then at most one a minute."""
 
 
 class TraceCollector:
@@ -41,28 +56,70 @@ class TraceCollector:
         sink: AnswerSink,
         limits: TraceLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        record: Record | None = None,
     ) -> None:
         self.sink = sink
+        self._record = record
         self.assembly = TraceAssembly(limits or TraceLimits(), self._complete, self._drop, clock)
         self.traces: Counter[str] = Counter()
         """Traces by what became of them: submitted (queued for checking), not_queued (the
         sink did not queue it: sampled out, or dropped, each counted by the sink under its
         reason), and the skip, drop and error reasons above."""
         self.rejected: Counter[str] = Counter()
-        """Export requests refused, by `RejectReason`."""
+        """Export requests refused, by `RejectReason` (spans, for `bad_span_id`)."""
+        self.not_forwarded: Counter[str] = Counter()
+        """Export requests `--forward` did not pass on, by `ForwardReason`."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
 
     # -- intake ------------------------------------------------------------------------------
 
-    def receive(self, request: ExportTraceServiceRequest) -> None:
-        """Take the spans of a decoded export request."""
-        self.assembly.add(decode.spans_of(request, self.assembly.admit))
+    def take(self, data: bytes, content_type: str) -> int:
+        """Decode an export request (`decode.parse`) and `receive` it, counting what parsing
+        may take (up to `decode.PARSE_EXPANSION` times the body) within `max_buffered_bytes`
+        until its spans are in: `decode.PayloadTooLarge` when that alone exceeds the bound.
+        Returns how many spans were rejected."""
+        transient = len(data) * decode.PARSE_EXPANSION
+        if not self.assembly.reserve(transient):
+            raise decode.PayloadTooLarge(
+                f"a body of {len(data)} bytes may take {transient} bytes to parse, more than "
+                f"--max-buffered-bytes ({self.assembly.limits.max_buffered_bytes})"
+            )
+        try:
+            return self.receive(decode.parse(data, content_type))
+        finally:
+            self.assembly.release(transient)
 
-    def reject(self, reason: RejectReason) -> None:
+    def receive(self, request: ExportTraceServiceRequest) -> int:
+        """Take the spans of a decoded export request; returns how many were rejected (bad
+        ids), each counted `bad_span_id`."""
+        bad_ids = decode.BadIds()
+        spans = decode.spans_of(request, self.assembly.admit, bad_ids)
+        while batch := list(itertools.islice(spans, _BATCH_SPANS)):
+            self.assembly.add(batch)
+        if bad_ids.count:
+            self.reject(RejectReason.BAD_SPAN_ID, bad_ids.example, bad_ids.count)
+        return bad_ids.count
+
+    def reject(self, reason: RejectReason, detail: str, count: int = 1) -> None:
+        """Count a refusal (for `/v1/stats` and the metrics) and log it, rate-limited."""
         with self._lock:
-            self.rejected[reason.value] += 1
+            self.rejected[reason.value] += count
+        self._counted(Tally.REJECTED, reason, detail, count)
+
+    def lose_forward(self, reason: ForwardReason, detail: str) -> None:
+        """Count an export request `--forward` did not pass on, and log it, rate-limited."""
+        with self._lock:
+            self.not_forwarded[reason.value] += 1
+        self._counted(Tally.NOT_FORWARDED, reason, detail, 1)
+
+    def _counted(
+        self, tally: Tally, reason: RejectReason | ForwardReason, detail: str, count: int
+    ) -> None:
+        logger.warning(_LOG_LINES[reason], detail)
+        if self._record is not None:
+            self._record(tally, reason.value, count)
 
     # -- completion --------------------------------------------------------------------------
 
@@ -140,4 +197,5 @@ class TraceCollector:
                 },
                 "traces": dict(self.traces),
                 "rejected_requests": dict(self.rejected),
+                "not_forwarded": dict(self.not_forwarded),
             }

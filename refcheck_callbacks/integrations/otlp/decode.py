@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -35,10 +36,14 @@ KEPT_PREFIXES = (
 )
 """Attribute (and event) names the pairing rules read: OpenInference, OpenLLMetry, GenAI."""
 _SPAN_OVERHEAD = 600
-"""Bytes a kept span costs beyond its attributes (the object, its id strings, its dict and
-list): measured with tracemalloc (benchmarks/collect_throughput.py)."""
-_ATTRIBUTE_OVERHEAD = 120
-"""Bytes an attribute costs beyond its characters (two str objects, a dict slot)."""
+"""Bytes a kept span costs beyond its attributes and events (the object, its id strings, its
+name): measured with tracemalloc (benchmarks/collect_throughput.py)."""
+_SCALAR = 32
+"""An int or float object (24-28 bytes) and the slot that holds it."""
+PARSE_EXPANSION = 16
+"""Bytes parsing may take per byte of body, at worst: protobuf's messages for a body of empty
+or one-entry key-value lists (about 4 wire bytes each) take 14 times its size (measured as
+RSS), OTLP/JSON's dicts about 12 times."""
 _MAX_DEPTH = 8
 """Nesting of array / kvlist values read; deeper values are left out."""
 
@@ -70,7 +75,9 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     events: list[tuple[str, dict[str, Any]]]
     size: int
-    """Estimated bytes held (strings plus a fixed overhead)."""
+    """Estimated bytes held, as Python holds them: every str, list and dict by its
+    `sys.getsizeof` (a string of 4-byte characters costs 4 bytes a character), every number
+    as an object, nesting counted, plus `_SPAN_OVERHEAD`."""
 
 
 def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
@@ -147,15 +154,32 @@ def _hex_ids(item: Any) -> None:
                 raise PayloadError(f"{key} {value[:40]!r} is not hex") from exc
 
 
+@dataclass(slots=True)
+class BadIds:
+    """The spans `spans_of` left out for an id of the wrong length."""
+
+    count: int = 0
+    example: str = ""
+
+
 def spans_of(
-    request: ExportTraceServiceRequest, admit: Callable[[str], bool] = lambda _: True
+    request: ExportTraceServiceRequest,
+    admit: Callable[[str], bool] = lambda _: True,
+    bad_ids: BadIds | None = None,
 ) -> Iterator[ReceivedSpan]:
     """The spans of an export request that `admit(trace_id)` takes; those without a valid
-    trace or span id are left out. A span not admitted is not read further."""
+    trace or span id are left out (counted in `bad_ids`). A span not admitted is not read
+    further."""
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    if bad_ids is not None:
+                        bad_ids.count += 1
+                        bad_ids.example = (
+                            f"a span with a {len(span.trace_id)}-byte trace id and a "
+                            f"{len(span.span_id)}-byte span id"
+                        )
                     continue
                 trace_id = span.trace_id.hex()
                 if not admit(trace_id):
@@ -165,8 +189,10 @@ def spans_of(
                 for event in span.events:
                     if event.name.startswith(KEPT_PREFIXES):
                         event_attributes, event_size = _kept(event.attributes)
-                        events.append((event.name, event_attributes))
-                        size += event_size
+                        kept_event = (event.name, event_attributes)
+                        events.append(kept_event)
+                        size += event_size + sys.getsizeof(kept_event)
+                        size += sys.getsizeof(event.name)
                 parent = span.parent_span_id.hex() if len(span.parent_span_id) == 8 else None
                 yield ReceivedSpan(
                     trace_id=trace_id,
@@ -188,27 +214,35 @@ def _kept(attributes: Any) -> tuple[dict[str, Any], int]:
         if pair.key.startswith(KEPT_PREFIXES):
             value, value_size = _value(pair.value, 0)
             kept[pair.key] = value
-            size += len(pair.key) + value_size + _ATTRIBUTE_OVERHEAD
-    return kept, size
+            size += sys.getsizeof(pair.key) + value_size
+    return kept, size + sys.getsizeof(kept)
 
 
 def _value(value: AnyValue, depth: int) -> tuple[Any, int]:
-    """A Python value and its size in bytes (estimated)."""
+    """A Python value and the bytes it holds (`sys.getsizeof` of each object in it, as
+    `ReceivedSpan.size` says), beyond the slot that holds it."""
     which = value.WhichOneof("value")
     if which == "string_value":
-        return value.string_value, len(value.string_value)
-    if which in ("bool_value", "int_value", "double_value"):
-        return getattr(value, which), 8
-    if which == "bytes_value":
-        return None, 0
-    if depth >= _MAX_DEPTH:
+        text = value.string_value
+        return text, sys.getsizeof(text)
+    if which == "bool_value":
+        return value.bool_value, 0
+    if which in ("int_value", "double_value"):
+        return getattr(value, which), _SCALAR
+    if which is None or which == "bytes_value" or depth >= _MAX_DEPTH:
         return None, 0
     if which == "array_value":
-        items = [_value(v, depth + 1) for v in value.array_value.values]
-        return [v for v, _ in items], sum(s for _, s in items) + 8 * len(items)
-    if which == "kvlist_value":
-        pairs: list[KeyValue] = list(value.kvlist_value.values)
-        converted = {p.key: _value(p.value, depth + 1) for p in pairs}
-        size = sum(len(k) + s for k, (_, s) in converted.items())
-        return {k: v for k, (v, _) in converted.items()}, size
-    return None, 0
+        items: list[Any] = []
+        size = 0
+        for item in value.array_value.values:
+            converted, item_size = _value(item, depth + 1)
+            items.append(converted)
+            size += item_size
+        return items, size + sys.getsizeof(items)
+    pairs: dict[str, Any] = {}
+    size = 0
+    for pair in value.kvlist_value.values:
+        converted, item_size = _value(pair.value, depth + 1)
+        pairs[pair.key] = converted
+        size += sys.getsizeof(pair.key) + item_size
+    return pairs, size + sys.getsizeof(pairs)

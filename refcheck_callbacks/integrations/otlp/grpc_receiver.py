@@ -3,7 +3,11 @@ token and counts as the HTTP one.
 
 The method takes the raw request bytes and decodes them itself, so that a broken message is
 answered INVALID_ARGUMENT and counted `malformed` like an HTTP 400, rather than failing inside
-gRPC uncounted. gRPC refuses messages over `max_body_bytes` itself (RESOURCE_EXHAUSTED).
+gRPC uncounted. For the same reason gRPC's own size limit is set at `_GRPC_LIMIT_FACTOR` times
+`max_body_bytes`: a message over `max_body_bytes` reaches the method, which answers
+RESOURCE_EXHAUSTED and counts it `too_large`. (One over gRPC's own limit is cancelled inside
+gRPC before any code of ours runs, so it cannot be counted; the factor makes that a message
+more than twice the limit.)
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from refcheck_callbacks.contract.reasons import RejectReason
 from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
+from refcheck_callbacks.integrations.otlp.limits import MAX_BODY_BYTES
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+_GRPC_LIMIT_FACTOR = 2
 
 
 class GrpcReceiver:
@@ -29,14 +35,15 @@ class GrpcReceiver:
         host: str,
         port: int,
         token: str | None = None,
-        max_body_bytes: int = 16 << 20,
+        max_body_bytes: int = MAX_BODY_BYTES,
         workers: int = 4,
     ) -> None:
         self.collector = collector
         self.token = token
+        self.max_body_bytes = max_body_bytes
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="refcheck-collect-grpc"),
-            options=[("grpc.max_receive_message_length", max_body_bytes)],
+            options=[("grpc.max_receive_message_length", _GRPC_LIMIT_FACTOR * max_body_bytes)],
             maximum_concurrent_rpcs=4 * workers,
         )
         handler = grpc.unary_unary_rpc_method_handler(self._export)
@@ -55,15 +62,25 @@ class GrpcReceiver:
 
     def _export(self, body: bytes, context: Any) -> bytes:
         if not self._authorized(context):
-            self.collector.reject(RejectReason.UNAUTHORIZED)
+            self.collector.reject(RejectReason.UNAUTHORIZED, "gRPC: a bearer token is required")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "a bearer token is required")
+        if len(body) > self.max_body_bytes:
+            message = f"gRPC: a message of {len(body)} bytes exceeds {self.max_body_bytes}"
+            self.collector.reject(RejectReason.TOO_LARGE, message)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         try:
-            request = decode.parse(body, decode.PROTOBUF)
+            bad_ids = self.collector.take(body, decode.PROTOBUF)
+        except decode.PayloadTooLarge as exc:
+            self.collector.reject(RejectReason.TOO_LARGE, f"gRPC: {exc}")
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except decode.PayloadError as exc:
-            self.collector.reject(RejectReason.MALFORMED)
+            self.collector.reject(RejectReason.MALFORMED, f"gRPC: {exc}")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        self.collector.receive(request)
-        return bytes(ExportTraceServiceResponse().SerializeToString())
+        response = ExportTraceServiceResponse()
+        if bad_ids:
+            response.partial_success.rejected_spans = bad_ids
+            response.partial_success.error_message = "spans with ids of the wrong length"
+        return bytes(response.SerializeToString())
 
     def _authorized(self, context: Any) -> bool:
         if self.token is None:

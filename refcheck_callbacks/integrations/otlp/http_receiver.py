@@ -1,39 +1,63 @@
 """The OTLP/HTTP trace receiver: `POST /v1/traces`, protobuf or JSON, gzip or not.
 
-A standard-library HTTP server with a bounded number of connection threads: beyond
-`max_connections` new connections wait in the listen backlog, and an idle or slow connection is
-closed after `timeout` seconds, so no client can hold the receiver. Each request is checked in
-order: path (404), bearer token (401), Content-Length against `max_body_bytes` (413, the body
-is not read), media type and encoding (415), then decoded (400 for anything that is not a
-trace export, 413 when gzip expands beyond the limit). Every refusal is counted by its
-`RejectReason`; the reply is sent before forwarding, and decoding is linear in the body.
-`GET /healthz` answers 200, `GET /v1/stats` the collector's counts (token required).
+HTTP/1.1 is parsed by h11 (a maintained, sans-I/O parser built for untrusted peers), served by
+one asyncio loop in a thread, so a connection costs a task, not a thread: a client that drips
+its request holds nothing a fast client needs.
+
+- Every request must arrive whole (headers and body) within `request_timeout` seconds of the
+  connection becoming ready for it; an idle keep-alive connection is closed after as long.
+  A request cut off is counted `timeout`.
+- At most `max_connections` connections are open; a new one evicts the one that has waited
+  longest for its request (idle or slow), counted `timeout`, so it never waits behind them.
+- Framing is h11's: an invalid Content-Length (`²`, negative, duplicates that disagree), a
+  Transfer-Encoding other than chunked, or a broken chunk size gets a 400 (`malformed`).
+  A Content-Length over `max_body_bytes` gets a 413 before any body byte is read; a chunked
+  body is refused (413) as soon as it passes the limit, with at most one read of the socket
+  (`_READ_BYTES`) taken beyond it.
+
+Then, in order: path (404), bearer token (401), media type and encoding (415), decoding (400,
+or 413 when gzip expands beyond the limit), in a small thread pool off the loop. Every refusal
+is counted by its `RejectReason`; the reply is sent before forwarding. `GET /healthz` answers
+200, `GET /v1/stats` the collector's counts (token required).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
+import h11
+from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from refcheck_callbacks.contract.reasons import RejectReason
 from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
+from refcheck_callbacks.integrations.otlp.limits import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
+)
 from refcheck_callbacks.support.logs import logger
 
 TRACES_PATH = "/v1/traces"
 HEALTH_PATH = "/healthz"
 STATS_PATH = "/v1/stats"
-DEFAULT_MAX_BODY_BYTES = 16 << 20
-_MAX_CHUNK_LINE = 1024
+_READ_BYTES = 1 << 16
+_MAX_HEADER_BYTES = 16 << 10
+"""Request line and headers (and a chunk size line): h11 refuses more (a 400)."""
+_DECODE_THREADS = 1
+"""Decoding is CPU-bound under the GIL: one thread keeps the loop free, and only one request's
+parse is in memory at a time (`TraceCollector.take` makes room for it)."""
 _LINGER_S = 2.0
 _LINGER_BYTES = 64 << 20
 _STATUS = {
@@ -51,45 +75,72 @@ class _Refused(Exception):
         self.reason = reason
 
 
-class ReceiverServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
+@dataclass(eq=False)
+class _Connection:
+    writer: asyncio.StreamWriter
+    waiting_since: float
+    """When it became ready for its next request (accepted, or the last reply sent)."""
+    busy: bool = False
+    """Its request arrived whole and is being answered: not evicted."""
+    evicted: bool = False
+
+
+@dataclass
+class _Export:
+    """A `POST /v1/traces` that arrived whole."""
+
+    headers: dict[str, bytes]
+    body: bytes
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: bytes
+    content_type: str
+    then: tuple[bytes, str, str | None] | None = None
+    """The export to forward once the reply is sent."""
+
+
+class ReceiverServer:
+    """Binds when built; `start` serves on a thread of its own; `stop` closes every
+    connection and waits for the loop to end."""
 
     def __init__(
         self,
         address: tuple[str, int],
         collector: TraceCollector,
         token: str | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_body_bytes: int = MAX_BODY_BYTES,
         forwarder: Forwarder | None = None,
-        max_connections: int = 32,
-        timeout: float = 10.0,
+        max_connections: int = MAX_CONNECTIONS,
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.collector = collector
         self.token = token
         self.max_body_bytes = max_body_bytes
         self.forwarder = forwarder
-        self._slots = threading.BoundedSemaphore(max_connections)
-        # A connection idle or slow for `timeout` seconds is closed (socket timeout).
-        super().__init__(address, type("Handler", (_Handler,), {"timeout": timeout}))
+        self.max_connections = max_connections
+        self.request_timeout = request_timeout
+        self._socket = socket.create_server(address, backlog=128)
+        self._loop = asyncio.new_event_loop()
+        self._decoding = ThreadPoolExecutor(_DECODE_THREADS, "refcheck-collect-decode")
+        self._connections: dict[_Connection, None] = {}
+        """Open connections, in the order they became ready for their request."""
+        self._freed = asyncio.Event()
+        self._stopping = asyncio.Event()  # bound to the loop on first use, in the loop
+        self._thread = threading.Thread(target=self._run, name="refcheck-collect-http", daemon=True)
+        self.port = int(self._socket.getsockname()[1])
 
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
+    def start(self) -> None:
+        self._thread.start()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self._slots.acquire()  # blocks accepting: the backlog holds the rest
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stopping.set)
+            self._thread.join(timeout)
+        self._socket.close()
+        self._decoding.shutdown(wait=False)
 
     def authorized(self, header: str | None) -> bool:
         if self.token is None:
@@ -97,149 +148,236 @@ class ReceiverServer(ThreadingHTTPServer):
         expected = f"Bearer {self.token}".encode()
         return header is not None and hmac.compare_digest(header.encode(), expected)
 
+    # -- the loop ----------------------------------------------------------------------------
 
-class _Handler(BaseHTTPRequestHandler):
-    server: ReceiverServer
-    protocol_version = "HTTP/1.1"
-    server_version = "refcheck-collect"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: a request log line per export would flood the receiver's output."""
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == HEALTH_PATH:
-            self._reply(HTTPStatus.OK, b"ok\n", "text/plain")
-        elif path == STATS_PATH and self.server.authorized(self.headers.get("Authorization")):
-            body = json.dumps(self.server.collector.stats()).encode()
-            self._reply(HTTPStatus.OK, body, decode.JSON)
-        elif path == STATS_PATH:
-            self._refuse(_Refused(RejectReason.UNAUTHORIZED, "a bearer token is required"))
-        else:
-            self._refuse(_Refused(RejectReason.NOT_FOUND, f"no route {path}"))
-
-    def do_POST(self) -> None:
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
         try:
-            content_type, body, encoding = self._read_export()
+            self._loop.run_until_complete(self._serve())
+        finally:
+            self._loop.close()
+
+    async def _serve(self) -> None:
+        server = await asyncio.start_server(self._accepted, sock=self._socket)
+        await self._stopping.wait()
+        server.close()
+        serving = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in serving:
+            task.cancel()
+        await asyncio.gather(*serving, return_exceptions=True)
+        await server.wait_closed()
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = _Connection(writer, time.monotonic())
+        try:
+            await self._admit(connection)
+            await self._converse(connection, reader)
+        except (OSError, asyncio.TimeoutError):
+            pass  # the client went away, was evicted, or did not read its reply in time
+        except Exception:  # a bug of ours must not stop the loop
+            logger.exception("refcheck collect: serving a connection failed")
+        finally:
+            self._connections.pop(connection, None)
+            self._freed.set()
+            writer.transport.abort()
+
+    async def _admit(self, connection: _Connection) -> None:
+        """Take a place among `max_connections`, evicting the connection that has waited
+        longest for its request; only when every place is answering a request, wait."""
+        while len(self._connections) >= self.max_connections:
+            waiting = [c for c in self._connections if not c.busy and not c.evicted]
+            if waiting:
+                oldest = min(waiting, key=lambda c: c.waiting_since)
+                self._evict(oldest)
+                break
+            self._freed.clear()
+            await self._freed.wait()
+        self._connections[connection] = None
+
+    def _evict(self, connection: _Connection) -> None:
+        connection.evicted = True
+        self._connections.pop(connection, None)
+        self.collector.reject(
+            RejectReason.TIMEOUT, "a connection waiting for its request closed for a new one"
+        )
+        connection.writer.transport.abort()
+
+    async def _converse(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+        """Serve requests on one connection until it closes, a deadline passes or a refusal
+        ends it."""
+        http = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEADER_BYTES)
+        while not connection.evicted:
+            connection.waiting_since = time.monotonic()
+            self._connections.pop(connection, None)
+            self._connections[connection] = None  # now the most recent to wait
+            try:
+                arrived = await asyncio.wait_for(
+                    self._request(http, reader, connection), self.request_timeout
+                )
+            except asyncio.TimeoutError:
+                if http.their_state is not h11.IDLE or http.trailing_data[0]:
+                    self.collector.reject(
+                        RejectReason.TIMEOUT,
+                        f"a request not whole within {self.request_timeout:g} s closed",
+                    )
+                return
+            if isinstance(arrived, _Export):
+                connection.busy = True  # our own time, not the client's: no deadline
+                loop = asyncio.get_running_loop()
+                reply: _Reply | None = await loop.run_in_executor(
+                    self._decoding, self._ingest, arrived.headers, arrived.body
+                )
+            else:
+                reply = arrived
+            if reply is None:
+                return  # the client closed
+            keep_alive = await self._send(connection, http, reply)
+            connection.busy = False
+            if reply.then is not None and self.forwarder is not None:
+                self.forwarder.put(*reply.then)
+            if not keep_alive:
+                await self._linger(connection, reader)
+                return
+            http.start_next_cycle()
+
+    async def _request(
+        self, http: h11.Connection, reader: asyncio.StreamReader, connection: _Connection
+    ) -> _Reply | _Export | None:
+        """Read one request: an export to ingest, or the reply to anything else; None when the
+        connection closed between requests."""
+        try:
+            event = await self._next_event(http, reader)
+            if isinstance(event, h11.ConnectionClosed):
+                return None
+            assert isinstance(event, h11.Request)
+            target = event.target.decode("latin-1").split("?", 1)[0]
+            headers = {name.decode("latin-1"): value for name, value in event.headers}
+            if "transfer-encoding" in headers and "content-length" in headers:
+                raise _Refused(  # one framing or the other: both is how requests are smuggled
+                    RejectReason.MALFORMED, "both Transfer-Encoding and Content-Length"
+                )
+            if event.method == b"GET":
+                return self._get(target, headers)
+            if event.method != b"POST" or target != TRACES_PATH:
+                raise _Refused(RejectReason.NOT_FOUND, f"no route {target}; traces: {TRACES_PATH}")
+            if not self.authorized(_text(headers.get("authorization"))):
+                raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
+            return _Export(headers, await self._body(http, reader, headers))
+        except h11.RemoteProtocolError as exc:
+            if connection.evicted:
+                return None
+            return self._refusal(_Refused(RejectReason.MALFORMED, f"bad HTTP framing: {exc}"))
         except _Refused as refused:
-            self._refuse(refused)
-            return
-        except OSError:  # the client stalled past the connection timeout, or went away
-            self.server.collector.reject(RejectReason.TIMEOUT)
-            self.close_connection = True
-            return
-        try:
-            data = decode.decompress(body, encoding, self.server.max_body_bytes)
-            request = decode.parse(data, content_type)
-            self.server.collector.receive(request)
-        except decode.PayloadTooLarge as exc:
-            self._refuse(_Refused(RejectReason.TOO_LARGE, str(exc)))
-            return
-        except decode.PayloadError as exc:
-            self._refuse(_Refused(RejectReason.MALFORMED, str(exc)))
-            return
-        except decode.UnsupportedEncoding as exc:
-            self._refuse(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
-            return
-        if content_type == decode.PROTOBUF:
-            self._reply(
-                HTTPStatus.OK, ExportTraceServiceResponse().SerializeToString(), content_type
-            )
-        else:
-            self._reply(HTTPStatus.OK, b"{}", decode.JSON)
-        if self.server.forwarder is not None:
-            self.server.forwarder.put(body, content_type, encoding)
+            return self._refusal(refused)
 
-    def _read_export(self) -> tuple[str, bytes, str | None]:
-        """The media type, body and encoding of an export request, or `_Refused`."""
-        path = self.path.split("?", 1)[0]
-        if path != TRACES_PATH:
-            self.close_connection = True
-            raise _Refused(RejectReason.NOT_FOUND, f"no route {path}; traces go to {TRACES_PATH}")
-        if not self.server.authorized(self.headers.get("Authorization")):
-            self.close_connection = True
-            raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
-        content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        body = self._read_body()
-        if content_type not in (decode.PROTOBUF, decode.JSON):
-            raise _Refused(
-                RejectReason.UNSUPPORTED_MEDIA_TYPE,
-                f"Content-Type {content_type!r}: send {decode.PROTOBUF} or {decode.JSON}",
-            )
-        encoding = (self.headers.get("Content-Encoding") or "").strip().lower() or None
-        return content_type, body, encoding
+    async def _next_event(self, http: h11.Connection, reader: asyncio.StreamReader) -> object:
+        while True:
+            event = http.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            http.receive_data(await reader.read(_READ_BYTES))
 
-    def _read_body(self) -> bytes:
-        """The body, by Content-Length or chunked (as Node's OTLP exporter sends it), never
-        more than `max_body_bytes`."""
-        limit = self.server.max_body_bytes
-        self.close_connection = True  # until the body was read in full
-        if (self.headers.get("Transfer-Encoding") or "").strip().lower() == "chunked":
-            body = self._read_chunked(limit)
-        else:
-            length = self.headers.get("Content-Length")
-            if length is None or not length.isdigit():
-                raise _Refused(RejectReason.MALFORMED, "Content-Length or chunked is required")
-            if int(length) > limit:
-                raise _Refused(RejectReason.TOO_LARGE, f"body of {length} bytes exceeds {limit}")
-            body = self.rfile.read(int(length))
-            if len(body) != int(length):
-                raise _Refused(RejectReason.MALFORMED, "body shorter than its Content-Length")
-        self.close_connection = False
-        return body
-
-    def _read_chunked(self, limit: int) -> bytes:
+    async def _body(
+        self, http: h11.Connection, reader: asyncio.StreamReader, headers: dict[str, bytes]
+    ) -> bytes:
+        """The body, never more than `max_body_bytes` of it held."""
+        limit = self.max_body_bytes
+        length = headers.get("content-length")
+        if length is not None and int(length) > limit:  # h11 checked it is digits
+            raise _Refused(RejectReason.TOO_LARGE, f"body of {int(length)} bytes exceeds {limit}")
         chunks: list[bytes] = []
         size = 0
         while True:
-            line = self.rfile.readline(_MAX_CHUNK_LINE)
-            try:
-                length = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError as exc:
-                raise _Refused(RejectReason.MALFORMED, "a broken chunk size line") from exc
-            if length == 0:
-                while self.rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
+            event = await self._next_event(http, reader)
+            if isinstance(event, h11.EndOfMessage):
                 return b"".join(chunks)
-            size += length
+            if not isinstance(event, h11.Data):
+                raise _Refused(RejectReason.MALFORMED, "the body ended before its length")
+            size += len(event.data)
             if size > limit:
                 raise _Refused(RejectReason.TOO_LARGE, f"chunked body exceeds {limit} bytes")
-            chunk = self.rfile.read(length)
-            if len(chunk) != length or self.rfile.readline(_MAX_CHUNK_LINE).strip():
-                raise _Refused(RejectReason.MALFORMED, "a chunk shorter than its size")
-            chunks.append(chunk)
+            chunks.append(bytes(event.data))
 
-    def _refuse(self, refused: _Refused) -> None:
-        self.server.collector.reject(refused.reason)
-        logger.debug("refcheck collect: refused a request: %s", refused)
+    def _get(self, target: str, headers: dict[str, bytes]) -> _Reply:
+        if target == HEALTH_PATH:
+            return _Reply(HTTPStatus.OK, b"ok\n", "text/plain")
+        if target != STATS_PATH:
+            raise _Refused(RejectReason.NOT_FOUND, f"no route {target}")
+        if not self.authorized(_text(headers.get("authorization"))):
+            raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
+        return _Reply(HTTPStatus.OK, json.dumps(self.collector.stats()).encode(), decode.JSON)
+
+    def _ingest(self, headers: dict[str, bytes], body: bytes) -> _Reply:
+        """Decode and take an export (in the decoding pool)."""
+        content_type = _text(headers.get("content-type")) or ""
+        content_type = content_type.split(";", 1)[0].strip().lower()
+        encoding = (_text(headers.get("content-encoding")) or "").strip().lower() or None
+        try:
+            if content_type not in (decode.PROTOBUF, decode.JSON):
+                raise _Refused(
+                    RejectReason.UNSUPPORTED_MEDIA_TYPE,
+                    f"Content-Type {content_type!r}: send {decode.PROTOBUF} or {decode.JSON}",
+                )
+            data = decode.decompress(body, encoding, self.max_body_bytes)
+            bad_ids = self.collector.take(data, content_type)
+        except decode.PayloadTooLarge as exc:
+            return self._refusal(_Refused(RejectReason.TOO_LARGE, str(exc)))
+        except decode.PayloadError as exc:
+            return self._refusal(_Refused(RejectReason.MALFORMED, str(exc)))
+        except decode.UnsupportedEncoding as exc:
+            return self._refusal(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
+        except _Refused as refused:
+            return self._refusal(refused)
+        response = ExportTraceServiceResponse()
+        if bad_ids:
+            response.partial_success.rejected_spans = bad_ids
+            response.partial_success.error_message = "spans with ids of the wrong length"
+        if content_type == decode.PROTOBUF:
+            answer = response.SerializeToString()
+        else:
+            answer = json_format.MessageToJson(response).encode()
+        return _Reply(HTTPStatus.OK, answer, content_type, (body, content_type, encoding))
+
+    def _refusal(self, refused: _Refused) -> _Reply:
+        self.collector.reject(refused.reason, str(refused))
         body = json.dumps({"error": refused.reason.value, "message": str(refused)}).encode()
-        self._reply(_STATUS[refused.reason], body, decode.JSON)
-        if self.close_connection:
-            self._linger()
+        return _Reply(_STATUS[refused.reason], body, decode.JSON)
 
-    def _linger(self) -> None:
+    async def _send(self, connection: _Connection, http: h11.Connection, reply: _Reply) -> bool:
+        """Write the reply; whether the connection can take another request."""
+        headers = [("Content-Type", reply.content_type), ("Content-Length", str(len(reply.body)))]
+        whole = http.their_state is h11.DONE
+        if not whole:  # refused before its body was read: the rest is discarded, then closed
+            headers.append(("Connection", "close"))
+        writer = connection.writer
+        try:
+            writer.write(http.send(h11.Response(status_code=reply.status, headers=headers)) or b"")
+            writer.write(http.send(h11.Data(data=reply.body)) or b"")
+            writer.write(http.send(h11.EndOfMessage()) or b"")
+        except h11.LocalProtocolError:  # the request's framing broke h11's state
+            return False
+        await asyncio.wait_for(writer.drain(), self.request_timeout)
+        return whole and http.our_state is h11.DONE and http.their_state is h11.DONE
+
+    async def _linger(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
         """Discard what the client still sends of a refused body (at most `_LINGER_BYTES`, for
         `_LINGER_S`) before closing: closing with unread data resets the connection, and a
         reset can destroy the reply before the client reads it."""
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_WR)
-            self.connection.settimeout(_LINGER_S)
-            deadline = time.monotonic() + _LINGER_S
-            read = 0
-            while read < _LINGER_BYTES and time.monotonic() < deadline:
-                chunk = self.connection.recv(1 << 16)
-                if not chunk:
-                    break
-                read += len(chunk)
-        except OSError:
-            pass
+        connection.busy = False
+        writer = connection.writer
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(_discard(reader, _LINGER_BYTES), _LINGER_S)
 
-    def _reply(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
+
+async def _discard(reader: asyncio.StreamReader, most: int) -> None:
+    while most > 0:
+        chunk = await reader.read(_READ_BYTES)
+        if not chunk:
+            return
+        most -= len(chunk)
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")

@@ -4,18 +4,19 @@ a `RefCheckMonitor`; tests start one in-process)."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.contract.answers import AnswerSink
-from refcheck_callbacks.integrations.otlp.collector import TraceCollector
+from refcheck_callbacks.integrations.otlp.collector import Record, TraceCollector
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
-from refcheck_callbacks.integrations.otlp.http_receiver import (
-    DEFAULT_MAX_BODY_BYTES,
-    ReceiverServer,
+from refcheck_callbacks.integrations.otlp.http_receiver import ReceiverServer
+from refcheck_callbacks.integrations.otlp.limits import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
+    TraceLimits,
 )
-from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
 if TYPE_CHECKING:
     from refcheck_callbacks.integrations.otlp.grpc_receiver import GrpcReceiver
@@ -26,14 +27,15 @@ class ReceiverOptions:
     host: str = "127.0.0.1"
     port: int = 4318
     token: str | None = None
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_body_bytes: int = MAX_BODY_BYTES
     forward: str | None = None
     """URL the received export requests are posted to, untouched (…/v1/traces)."""
     limits: TraceLimits = field(default_factory=TraceLimits)
-    max_connections: int = 32
-    """Connections served at once; more wait in the listen backlog."""
-    connection_timeout: float = 10.0
-    """Seconds a connection may sit idle or stall mid-request before it is closed."""
+    max_connections: int = MAX_CONNECTIONS
+    """Connections open at once; a new one evicts the one that waited longest for its request."""
+    request_timeout: float = REQUEST_TIMEOUT
+    """Seconds a request may take to arrive whole (headers and body), or a connection may sit
+    idle, before it is closed."""
     grpc_port: int | None = None
     """OTLP/gRPC port (the `grpc` extra); None: HTTP only."""
 
@@ -42,11 +44,18 @@ class Receiver:
     """Binds when built; `start` serves in threads; `stop` submits the open traces whose root
     arrived to the sink (and counts the rest) and stops. The sink is not shut down."""
 
-    def __init__(self, sink: AnswerSink, options: ReceiverOptions) -> None:
+    def __init__(
+        self, sink: AnswerSink, options: ReceiverOptions, record: Record | None = None
+    ) -> None:
+        """`record`: where refusals are also counted for the metrics (`monitor.record`)."""
         self.sink = sink
         self.options = options
-        self.collector = TraceCollector(sink, options.limits)
-        self.forwarder = None if options.forward is None else Forwarder(options.forward)
+        self.collector = TraceCollector(sink, options.limits, record=record)
+        self.forwarder = (
+            None
+            if options.forward is None
+            else Forwarder(options.forward, self.collector.lose_forward)
+        )
         self.server = ReceiverServer(
             (options.host, options.port),
             self.collector,
@@ -54,7 +63,7 @@ class Receiver:
             max_body_bytes=options.max_body_bytes,
             forwarder=self.forwarder,
             max_connections=options.max_connections,
-            timeout=options.connection_timeout,
+            request_timeout=options.request_timeout,
         )
         self.grpc: GrpcReceiver | None = None
         if options.grpc_port is not None:
@@ -64,9 +73,6 @@ class Receiver:
                 self.collector, options.host, options.grpc_port, options.token,
                 options.max_body_bytes,
             )  # fmt: skip
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="refcheck-collect-http", daemon=True
-        )
 
     @property
     def url(self) -> str:
@@ -74,14 +80,13 @@ class Receiver:
 
     def start(self) -> Receiver:
         self.collector.start()
-        self._thread.start()
+        self.server.start()
         if self.grpc is not None:
             self.grpc.start()
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
         if self.grpc is not None:
             self.grpc.stop()
         self.collector.close()

@@ -27,27 +27,7 @@ from dataclasses import dataclass, field
 
 from refcheck_callbacks.contract.reasons import DropReason
 from refcheck_callbacks.integrations.otlp.decode import ReceivedSpan
-
-
-@dataclass(frozen=True)
-class TraceLimits:
-    idle: float = 5.0
-    """Seconds without a new span after the root arrived before a trace is complete."""
-    max_open_traces: int = 10_000
-    max_spans_per_trace: int = 2_000
-    max_trace_age: float = 300.0
-    """Seconds from a trace's first span until it is given up without its root."""
-    max_buffered_bytes: int = 256 << 20
-    """Estimated bytes of all waiting spans (`ReceivedSpan.size`)."""
-    remembered_traces: int = 100_000
-    """Finished or given-up trace ids kept, to discard their late spans."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_open_traces", "max_spans_per_trace", "max_buffered_bytes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if self.idle < 0 or self.max_trace_age <= 0:
-            raise ValueError("idle must be >= 0 and max_trace_age > 0")
+from refcheck_callbacks.integrations.otlp.limits import TraceLimits
 
 
 @dataclass(slots=True)
@@ -149,6 +129,27 @@ class TraceAssembly:
             self.spans.given_up += sum(len(trace.spans) for trace, _ in dropped)
         for trace, reason in dropped:
             self._on_drop(trace, reason)
+
+    def reserve(self, transient: int) -> bool:
+        """Count `transient` bytes (a request being parsed) as buffered, giving up the least
+        recently active traces until they fit under `max_buffered_bytes`; False, reserving
+        nothing, when they could not fit even alone. `release` them once the request's spans
+        were added, so the spans read from it make room within the bound too."""
+        if transient > self.limits.max_buffered_bytes:
+            return False
+        dropped: list[OpenTrace] = []
+        with self._lock:
+            while self._open and self._bytes + transient > self.limits.max_buffered_bytes:
+                dropped.append(self._finish_locked(next(iter(self._open.values()))))
+            self._bytes += transient
+            self.spans.given_up += sum(len(trace.spans) for trace in dropped)
+        for trace in dropped:
+            self._on_drop(trace, DropReason.TRACE_OVERFLOW)
+        return True
+
+    def release(self, transient: int) -> None:
+        with self._lock:
+            self._bytes -= transient
 
     def _finish_locked(self, trace: OpenTrace) -> OpenTrace:
         """Remove an open trace and remember its id."""

@@ -12,7 +12,7 @@ import pytest
 from otlp_export import export, new_trace_id, span
 
 from refcheck_callbacks import RefCheckMonitor
-from refcheck_callbacks.contract.reasons import RejectReason
+from refcheck_callbacks.contract.reasons import RejectReason, Tally
 from refcheck_callbacks.integrations.otlp.grpc_receiver import SERVICE
 from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOptions
 from refcheck_callbacks.integrations.otlp.traces import TraceLimits
@@ -60,3 +60,23 @@ def test_broken_messages_and_missing_tokens_are_refused_and_counted(
         RejectReason.MALFORMED.value: 1,
     }
     assert grpc_receiver.collector.assembly.spans.received == 0
+
+
+def test_a_message_over_the_body_limit_is_refused_and_counted_too_large() -> None:
+    monitor = RefCheckMonitor(checker="embedded", exporters=[], placement="thread")
+    options = ReceiverOptions(
+        port=0, grpc_port=0, limits=TraceLimits(idle=60), max_body_bytes=64 << 10
+    )
+    receiver = Receiver(monitor, options, record=monitor.record).start()
+    try:
+        trace_id = new_trace_id()
+        large = span(trace_id, os.urandom(8), attributes={"input.value": "x" * (100 << 10)})
+        with pytest.raises(grpc.RpcError) as refused:
+            export_call(receiver)(export(large))
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert receiver.collector.rejected == {RejectReason.TOO_LARGE.value: 1}
+        assert monitor.stats.get(Tally.REJECTED, RejectReason.TOO_LARGE) == 1
+        assert receiver.collector.assembly.spans.received == 0
+    finally:
+        receiver.stop()
+        monitor.shutdown()

@@ -39,7 +39,7 @@ def hostile_receiver(sink: ResultSink) -> Iterator[Receiver]:
         checker="embedded", exporters=[], on_result=[sink], placement="thread"
     )
     options = ReceiverOptions(
-        port=0, limits=LIMITS, max_body_bytes=4 << 20, max_connections=4, connection_timeout=1.0
+        port=0, limits=LIMITS, max_body_bytes=4 << 20, max_connections=4, request_timeout=1.0
     )
     started = Receiver(monitor, options).start()
     yield started

@@ -16,7 +16,7 @@ from results import ResultSink
 
 from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.contract.reasons import RejectReason
+from refcheck_callbacks.contract.reasons import ForwardReason, RejectReason
 from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOptions
 from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
@@ -112,7 +112,7 @@ def test_gzipped_otlp_json_is_paired_and_forwarded_untouched(
     assert result.request.trace_context is not None
     assert result.request.trace_context.trace_id == trace_id
     assert [(r.text, r.score) for r in result.request.references] == [(EIFFEL, 0.5)]
-    wait_for(lambda: guarded.forwarder is not None and guarded.forwarder.counts["forwarded"] == 1)
+    wait_for(lambda: guarded.forwarder is not None and guarded.forwarder.forwarded == 1)
     wait_for(traces_done(downstream, 1))
     assert downstream.collector.assembly.spans.received == 3
     assert downstream.collector.traces["submitted"] == 1
@@ -127,7 +127,7 @@ def test_without_the_token_requests_get_401_and_are_counted(guarded: Receiver) -
     assert request(guarded, "GET", "/v1/stats")[0] == 401
     assert guarded.collector.rejected == {RejectReason.UNAUTHORIZED.value: 3}
     assert guarded.collector.assembly.spans.received == 0
-    assert guarded.forwarder is not None and guarded.forwarder.counts["forwarded"] == 0
+    assert guarded.forwarder is not None and guarded.forwarder.forwarded == 0
     status, stats = request(guarded, "GET", "/v1/stats", Authorization=f"Bearer {TOKEN}")
     assert status == 200
     assert json.loads(stats)["rejected_requests"] == {"unauthorized": 3}
@@ -162,9 +162,9 @@ def test_a_downstream_that_is_down_is_counted_and_the_app_still_gets_200(
         assert status == 200
         assert receiver.forwarder is not None
         wait_for(
-            lambda: receiver.forwarder is not None and receiver.forwarder.counts["failed"] == 1
+            lambda: receiver.collector.stats()["not_forwarded"] == {ForwardReason.FAILED.value: 1}
         )
-        assert receiver.forwarder.counts["forwarded"] == 0
+        assert receiver.forwarder.forwarded == 0
     finally:
         receiver.stop()
         monitor.shutdown()

@@ -1,0 +1,140 @@
+"""`--max-buffered-bytes` bounds what the receiver really holds: with a 64 MiB bound, the
+peak resident memory a receiver process gains stays within twice the bound, whatever shape the
+attributes take (each shape of a hostile trial, and others). Measured as RSS, in a process of
+its own (`receiver_process.py`), with traces that never complete so that everything sent stays
+buffered until the bound pushes the oldest out."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from otlp_export import new_trace_id
+
+BOUND = 64 << 20
+BODY = 4 << 20
+SENT = 4 * BOUND
+"""Estimated bytes sent per shape (by the receiver's own estimate): four times the bound."""
+PROCESS = Path(__file__).with_name("receiver_process.py")
+
+pytestmark = pytest.mark.slow
+
+
+def _kv(key: str, value: AnyValue) -> KeyValue:
+    return KeyValue(key=key, value=value)
+
+
+def _small_maps() -> AnyValue:
+    items = [
+        AnyValue(kvlist_value=KeyValueList(values=[_kv("a", AnyValue(int_value=1))]))
+        for _ in range(64)
+    ]
+    return AnyValue(array_value=ArrayValue(values=items))
+
+
+def _wide_chars() -> AnyValue:
+    return AnyValue(string_value="\U0001f600" * 4096)
+
+
+def _nested() -> AnyValue:
+    value = AnyValue(string_value="x")
+    for _ in range(7):
+        value = AnyValue(array_value=ArrayValue(values=[value, value]))
+    return value
+
+
+def _numbers() -> AnyValue:
+    return AnyValue(array_value=ArrayValue(values=[AnyValue(double_value=0.5)] * 256))
+
+
+def _empty_maps() -> AnyValue:
+    return AnyValue(array_value=ArrayValue(values=[AnyValue(kvlist_value=KeyValueList())] * 256))
+
+
+SHAPES: dict[str, Callable[[], AnyValue]] = {
+    "arrays_of_small_maps": _small_maps,
+    "strings_of_4_byte_characters": _wide_chars,
+    "nested_arrays": _nested,
+    "arrays_of_numbers": _numbers,
+    "arrays_of_empty_maps": _empty_maps,
+}
+
+
+def _body(value: AnyValue, keys: int) -> bytes:
+    """One export request of one trace (no root: it never completes) of spans carrying
+    `keys` attributes of `value`, about `BODY` bytes."""
+    trace_id = new_trace_id()
+    attributes = [_kv(f"input.k{n}", value) for n in range(keys)]
+    one = Span(trace_id=trace_id, span_id=os.urandom(8), parent_span_id=os.urandom(8))
+    one.attributes.extend(attributes)
+    spans = max(1, min(1_500, BODY // one.ByteSize()))
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for _ in range(spans):
+        span = scope.spans.add()
+        span.CopyFrom(one)
+        span.span_id = os.urandom(8)
+    return request.SerializeToString()
+
+
+def _vm(pid: int, field: str) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
+    assert match is not None
+    return int(match.group(1)) * 1024
+
+
+def _stats(connection: http.client.HTTPConnection) -> dict[str, object]:
+    connection.request("GET", "/v1/stats")
+    reply = connection.getresponse()
+    return dict(json.loads(reply.read()))
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_rss_growth_stays_within_twice_the_buffered_bound(shape: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, str(PROCESS), str(BOUND), str(16 << 20)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        _stats(connection)  # warm: the loop, the decoding threads, the first imports
+        baseline = _vm(process.pid, "VmRSS")
+        estimated = 0
+        while estimated < SENT:
+            body = _body(SHAPES[shape](), keys=8)
+            connection.request(
+                "POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"}
+            )
+            reply = connection.getresponse()
+            reply.read()
+            assert reply.status == 200
+            stats = _stats(connection)
+            traces = stats["traces"]
+            assert isinstance(traces, dict)
+            buffered = stats["buffered_bytes"]
+            assert isinstance(buffered, int) and buffered <= BOUND
+            estimated = max(estimated, buffered) + (BOUND if traces.get("trace_overflow") else 0)
+            if traces.get("trace_overflow", 0) >= 8:
+                break
+        growth = _vm(process.pid, "VmHWM") - baseline
+        print(f"{shape}: RSS +{growth / 2**20:.1f} MiB for a {BOUND >> 20} MiB bound")
+        assert traces.get("trace_overflow"), "the bound was reached"
+        assert growth < 2 * BOUND, f"{growth / 2**20:.0f} MiB"
+    finally:
+        process.stdin.close()  # type: ignore[union-attr]
+        process.wait(30)
