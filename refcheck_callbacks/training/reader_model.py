@@ -29,6 +29,7 @@ TINY_CONFIG = {
     "num_hidden_layers": 2,
     "num_attention_heads": 2,
     "intermediate_size": 128,
+    "initializer_range": 0.2,
 }
 TRAINING_FILE = "refcheck_reader.json"
 """Beside the weights: how the reader was trained (the plan, the data, the step)."""
