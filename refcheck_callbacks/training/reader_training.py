@@ -30,6 +30,9 @@ from refcheck_callbacks.training.reader_data import NOT_SUPPORTED, ReaderExample
 
 CHECKPOINT = "checkpoint.pt"
 PROGRESS = "progress.jsonl"
+MIN_EVIDENCE_TOKENS = 16
+"""A claim must leave this much room to its evidence, as the NLI checker requires (longer
+claims are refused there, so they are left out of training)."""
 
 
 class TrainPlan(BaseModel):
@@ -107,6 +110,15 @@ class _Batches:
         return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}, targets
 
 
+def fitting(
+    tokenizer: Any, examples: Sequence[ReaderExample], max_length: int
+) -> list[ReaderExample]:
+    """The examples whose claim leaves the evidence `MIN_EVIDENCE_TOKENS` of `max_length`."""
+    room = max_length - int(tokenizer.num_special_tokens_to_add(pair=True)) - MIN_EVIDENCE_TOKENS
+    counts = tokenizer([e.claim for e in examples], add_special_tokens=False)["input_ids"]
+    return [e for e, ids in zip(examples, counts, strict=True) if len(ids) <= room]
+
+
 def _schedule(plan: TrainPlan, total: int) -> Any:
     warmup = max(1, int(total * plan.warmup_share))
 
@@ -133,12 +145,14 @@ def train(
     run_dir: Path,
     max_steps: int | None = None,
 ) -> TrainResult:
-    """Train `model` in place on `examples`, resuming from `run_dir`'s checkpoint if any;
-    `max_steps` stops early (the checkpoint then holds that step)."""
+    """Train `model` in place on `examples` (those whose claim fits, `fitting`), resuming from
+    `run_dir`'s checkpoint if any; `max_steps` stops early (the checkpoint then holds that
+    step)."""
     torch = require("torch", "nli")
     torch.set_num_threads(plan.threads)
     torch.manual_seed(plan.seed)
     run_dir.mkdir(parents=True, exist_ok=True)
+    examples = fitting(tokenizer, examples, plan.max_length)
     batches = _Batches(tokenizer, examples, plan.max_length)
     per_epoch = steps_per_epoch(len(examples), plan.batch_size)
     total = per_epoch * plan.epochs

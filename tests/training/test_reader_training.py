@@ -24,7 +24,13 @@ from refcheck_callbacks.training.reader_data import (
     build_examples,
 )
 from refcheck_callbacks.training.reader_model import TINY, export, new_reader
-from refcheck_callbacks.training.reader_training import CHECKPOINT, PROGRESS, TrainPlan, train
+from refcheck_callbacks.training.reader_training import (
+    CHECKPOINT,
+    PROGRESS,
+    TrainPlan,
+    fitting,
+    train,
+)
 from refcheck_callbacks.training.synthetic_pairs import KIND_LABELS
 from refcheck_callbacks.types import CheckItem, Claim, Label, Reference
 
@@ -172,3 +178,13 @@ def test_the_data_builder_leaves_the_held_out_set_out(shared_data: Path) -> None
         if example.kind != "labelled":
             assert example.target == reader_data.TARGETS[KIND_LABELS[example.kind]]
     assert build_examples(plan, EvidenceRanker(), shared_data) == examples
+
+
+def test_a_claim_too_long_to_leave_room_for_evidence_is_left_out(tmp_path: Path) -> None:
+    long_claim = ReaderExample(
+        evidence=DOCUMENT, claim="word " * 300, target=1, dataset="tiny", kind="test"
+    )
+    model, tokenizer = new_reader(TINY)
+    assert fitting(tokenizer, [*SAMPLE, long_claim], PLAN.max_length) == SAMPLE
+    result = train(PLAN, [*SAMPLE, long_claim], model, tokenizer, tmp_path, max_steps=1)
+    assert result.total_steps == 6  # the 8 that fit, in batches of 4, for 3 epochs
