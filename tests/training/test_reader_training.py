@@ -188,3 +188,27 @@ def test_a_claim_too_long_to_leave_room_for_evidence_is_left_out(tmp_path: Path)
     assert fitting(tokenizer, [*SAMPLE, long_claim], PLAN.max_length) == SAMPLE
     result = train(PLAN, [*SAMPLE, long_claim], model, tokenizer, tmp_path, max_steps=1)
     assert result.total_steps == 6  # the 8 that fit, in batches of 4, for 3 epochs
+
+
+@pytest.mark.labelled_data("wice", "begin")
+def test_the_command_trains_exports_and_scores_a_fold(shared_data: Path, tmp_path: Path) -> None:
+    command = [
+        sys.executable, str(ROOT / "scripts" / "train_reader.py"), "--hold-out", "wice",
+        "--datasets", "wice", "begin", "--labelled-per-set", "16", "--synthetic-per-set", "16",
+        "--base", TINY, "--batch-size", "8", "--eval-limit", "12",
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "REFCHECK_TRAINING_DIR": str(tmp_path),
+        "REFCHECK_DATA_DIR": str(shared_data),
+    }
+    first = subprocess.run([*command, "--max-steps", "1"], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "run the same command again to resume" in first.stderr
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    run = tmp_path / "without-wice"
+    assert (run / "export" / "model.safetensors").exists()
+    scores = json.loads((run / "evaluation.json").read_text())
+    assert [s["checker"] for s in scores] == ["embedded", "reader", "cascade"]
+    assert all(s["dataset"] == "wice" and s["examples"] == 12 for s in scores)
+    assert "| wice | reader | 12 |" in done.stdout
