@@ -4,6 +4,7 @@
     python scripts/train_reader.py --hold-out wice          # one fold: without WiCE, tested on it
     python scripts/train_reader.py --leave-one-set-out      # every fold, then the table
     python scripts/train_reader.py --max-steps 200          # stop at step 200; rerun to go on
+    python scripts/train_reader.py --hold-out wice --score-now   # score the checkpoint so far
     python scripts/train_reader.py --export refcheck_callbacks/check/reader/model
 
 A run lives in `$REFCHECK_TRAINING_DIR/RUN` (default `~/.cache/refcheck-training`, outside the
@@ -96,19 +97,23 @@ def run_once(
     _checked_plan(run, {"data": data_plan.model_dump(), "training": train_plan.model_dump()})
     examples = _examples(run, data_plan, ranker)
     model, tokenizer = new_reader(train_plan.base, train_plan.seed)
-    result = train(train_plan, examples, model, tokenizer, run, args.max_steps)
+    # --score-now: no training step (the checkpoint's step is past 0), only the weights it holds
+    stop = 0 if args.score_now else args.max_steps
+    result = train(train_plan, examples, model, tokenizer, run, stop)
     print(
         f"{name}: step {result.steps}/{result.total_steps}, {result.examples_per_second:.2f} "
         f"examples/s this call, loss {result.last_loss}",
         file=sys.stderr,
     )
-    if result.steps < result.total_steps:
+    finished = result.steps >= result.total_steps
+    if not finished and not args.score_now:
         print(f"stopped early; run the same command again to resume from {run}", file=sys.stderr)
         return []
+    suffix = "" if finished else f"-step-{result.steps}"
     folder = export(
         model,
         tokenizer,
-        run / "export",
+        run / f"export{suffix}",
         {
             "data": data_plan.model_dump(),
             "training": train_plan.model_dump(),
@@ -121,7 +126,7 @@ def run_once(
         shutil.copytree(folder, args.export, dirs_exist_ok=True)
     if held_out is None:
         return []
-    evaluation = run / "evaluation.json"
+    evaluation = run / f"evaluation{suffix}.json"
     if evaluation.exists():
         return [
             reader_evaluation.FoldScores.model_validate(s)
@@ -172,6 +177,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--max-steps", type=int, default=None, help="stop at this step (resume later)"
+    )
+    parser.add_argument(
+        "--score-now",
+        action="store_true",
+        help="export and score the checkpoint as it is (mid-run: export-step-N/, "
+        "evaluation-step-N.json), without training",
     )
     parser.add_argument(
         "--export", type=Path, default=None, help="also copy the exported folder here"

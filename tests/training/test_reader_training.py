@@ -205,6 +205,10 @@ def test_the_command_trains_exports_and_scores_a_fold(shared_data: Path, tmp_pat
     first = subprocess.run([*command, "--max-steps", "1"], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
     assert "run the same command again to resume" in first.stderr
+    now = [*command, "--score-now"]
+    subprocess.run(now, capture_output=True, text=True, env=env, check=True)
+    midway = json.loads((tmp_path / "without-wice" / "evaluation-step-1.json").read_text())
+    assert {s["checker"] for s in midway} == {"embedded", "reader", "cascade"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     run = tmp_path / "without-wice"
     assert (run / "export" / "model.safetensors").exists()
