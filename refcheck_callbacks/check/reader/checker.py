@@ -71,8 +71,9 @@ class ReaderChecker(SyncChecker):
         self.ranker = ranker or EvidenceRanker()
 
     support_threshold = 0.5
-    """P(entailment) above which the reader's label is Entailment: with three classes, the
-    label is the likeliest one, so a Contradiction's P(entailment) is at most 0.5."""
+    """Where a cascade measures the reader's margin from. The label is the likeliest class, so
+    a Contradiction's P(entailment) is at most 0.5; an Entailment can sit below 0.5 when the
+    other two classes split the rest (not yet seen with a trained reader: see docs/reader.md)."""
 
     def check_batch(self, items: Sequence[CheckItem]) -> list[Verdict]:
         ranked: dict[str, RankedReferences] = {}
