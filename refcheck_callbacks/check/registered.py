@@ -27,6 +27,12 @@ LLM = Kind(
     variant="preset",
     serves_api=True,
 )
+READER = Kind(
+    "refcheck_callbacks.check.reader.checker:ReaderChecker",
+    "reader:PATH, the learned reader trained by scripts/train_reader.py: a MiniLM cross-encoder "
+    "reading each claim with its best evidence segments (docs/reader.md)",
+    argument="model",
+)
 REMOTE = Kind(
     "refcheck_callbacks.check.remote:RemoteChecker",
     "remote:URL, the checker of a `refcheck serve` service (token: $REFCHECK_SERVE_TOKEN)",

@@ -87,8 +87,13 @@ def load(
     if family.architecture is Architecture.HHEM:
         return _load_hhem(name, family, found.config)
     tokenizer = transformers.AutoTokenizer.from_pretrained(name, trust_remote_code=False)
+    # fp32 whatever the checkpoint was saved in: transformers 5 otherwise loads the saved dtype
+    # (an fp16 folder stays fp16, and int8 quantization of its linear layers then fails).
+    fp32 = require("torch", "nli").float32
     if family.architecture is Architecture.SEQ2SEQ:
-        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(name, trust_remote_code=False)
+        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(
+            name, trust_remote_code=False, dtype=fp32
+        )
         return LoadedModel(
             tokenizer,
             model,
@@ -98,7 +103,7 @@ def load(
             decoder_start_id=_decoder_start(model),
         )
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        name, trust_remote_code=False
+        name, trust_remote_code=False, dtype=fp32
     )
     num_labels = int(model.config.num_labels)
     if labels is not None and len(labels) != num_labels:

@@ -64,3 +64,23 @@ def test_a_hub_name_is_still_asked_of_the_hub(home: Path) -> None:
         NLIChecker("some-org/no-such-model")
     assert not isinstance(raised.value, ModelNotFoundError)
     assert "no such model folder" not in str(raised.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_a_folder_saved_in_fp16_loads_in_fp32_and_quantizes(tmp_path: Path, dtype: str) -> None:
+    """Transformers 5 loads a checkpoint in the dtype it was saved in; an fp16 folder (how the
+    learned reader is exported) must still run in fp32 and quantize to int8 on a CPU."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    folder = save_model(
+        tmp_path / "fp32", "bert", {0: "entailment", 1: "neutral", 2: "contradiction"}
+    )
+    half = AutoModelForSequenceClassification.from_pretrained(folder).to(torch.float16)
+    half.save_pretrained(tmp_path / "fp16")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / "fp16" / name).write_bytes((folder / name).read_bytes())
+    checker = NLIChecker(tmp_path / "fp16", device="cpu", dtype=dtype)  # type: ignore[arg-type]
+    (row,) = checker.classify_pairs(["The tower is in Paris."], ["The tower is in Berlin."])
+    assert abs(sum(row.values()) - 1.0) < 1e-5
+    assert next(checker.model.parameters()).dtype is not torch.float16
