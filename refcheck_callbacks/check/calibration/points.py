@@ -16,8 +16,10 @@ conflict the stage found still speaks against it), only not a contradiction an a
 on. The two decisions stay apart: the threshold moves balanced accuracy (supported or not),
 the conflict points move the false-contradiction rate. Any other verdict keeps its label unless
 its P(entailment) lies between the checker's own threshold and the calibrated one (`relabel`):
-the decision point moves, the rest of the checker's logic stays. P(entailment) itself is never
-changed, so a support score's ranking (AUROC) is the same after calibration.
+the decision point moves, the rest of the checker's logic stays. P(entailment) is mapped so that
+the calibrated threshold lands on 1/2 (`check.scores.at_half`, monotone), keeping the label's
+probability the largest; a kept Contradiction keeps its own. So a support score's ranking
+(AUROC) is the same after calibration, but for kept Contradictions.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from refcheck_callbacks.check.conflict.base import only_unsupported, support
-from refcheck_callbacks.types import ConflictKind, Label, Verdict
+from refcheck_callbacks.check.scores import at_half
+from refcheck_callbacks.types import SCORE_TOLERANCE, ConflictKind, Label, Verdict
 
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 """The support threshold of a checker that declares none (`support_threshold` attribute)."""
@@ -82,12 +85,25 @@ def relabel(verdict: Verdict, points: DecisionPoints, own_threshold: float) -> V
     supported = entailment >= points.support_threshold
     if verdict.label is Label.NEUTRAL and points.keep_vetoes:
         supported = supported and entailment < own_threshold
-    if not supported:
-        return verdict if verdict.label is Label.NEUTRAL else only_unsupported(verdict)
-    if verdict.label is Label.ENTAILMENT:
+    # The calibrated threshold lands on 1/2, as a checker's own does (`check.scores`).
+    mapped = at_half(entailment, points.support_threshold)
+    label = Label.ENTAILMENT if supported else Label.NEUTRAL
+    if label is verdict.label and abs(mapped - entailment) <= SCORE_TOLERANCE:
         return verdict
-    unsupported = only_unsupported(verdict)
-    evidence = tuple(e.model_copy(update={"probability": entailment}) for e in unsupported.evidence)
-    return unsupported.model_copy(
-        update={"label": Label.ENTAILMENT, "confidence": entailment, "evidence": evidence}
+    if not supported:
+        # A kept veto is above the calibrated threshold: it keeps the checker's own score.
+        vetoed = entailment >= points.support_threshold
+        return only_unsupported(_with_support(verdict, entailment if vetoed else mapped))
+    probabilities = {Label.ENTAILMENT: mapped, Label.NEUTRAL: 1.0 - mapped}
+    probabilities[Label.CONTRADICTION] = 0.0
+    evidence = tuple(e.model_copy(update={"probability": mapped}) for e in verdict.evidence)
+    return verdict.rescored(Label.ENTAILMENT, probabilities, evidence=evidence, conflict=None)
+
+
+def _with_support(verdict: Verdict, entailment: float) -> Verdict:
+    """`verdict` with P(entailment) `entailment` (at most 1/2), for `only_unsupported`."""
+    return verdict.rescored(
+        Label.NEUTRAL,
+        {Label.ENTAILMENT: entailment, Label.NEUTRAL: 1.0 - entailment, Label.CONTRADICTION: 0.0},
+        conflict=None,
     )

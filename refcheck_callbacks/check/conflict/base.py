@@ -15,6 +15,10 @@ from refcheck_callbacks.types import (
     Verdict,
 )
 
+MIN_CONFLICT_SHARE = 0.6
+"""P(contradiction) of a found conflict, at least: above 1/2, so that the Contradiction's
+probability is the largest of the three whatever the checker's P(entailment) was."""
+
 
 def support(verdict: Verdict) -> float:
     """P(entailment): from the verdict's probabilities, else from its label and confidence."""
@@ -27,39 +31,40 @@ def support(verdict: Verdict) -> float:
 def contradiction(
     verdict: Verdict, item: CheckItem, found: FoundConflict, explanation: str | None = None
 ) -> Verdict:
-    """`verdict` as a Contradiction citing `found`. P(entailment) stays the checker's own: the
-    conflict decides the label, not how well the rest of the claim is supported."""
+    """`verdict` as a Contradiction citing `found`.
+
+    The conflicting statement outweighs how much of the rest of the claim the references
+    support: P(contradiction) is the finder's share (at least `MIN_CONFLICT_SHARE`), and the
+    checker's own P(entailment) and P(neutral) share what is left in their ratio. So the
+    label's probability is the largest, P(entailment) stays below 1/2, and a better supported
+    claim still ranks above a worse supported one among contradictions."""
+    share = max(found.share, MIN_CONFLICT_SHARE)
     entailment = support(verdict)
-    rest = 1.0 - entailment
     probabilities = {
-        Label.ENTAILMENT: entailment,
-        Label.NEUTRAL: rest * (1.0 - found.share),
-        Label.CONTRADICTION: rest * found.share,
+        Label.ENTAILMENT: entailment * (1.0 - share),
+        Label.NEUTRAL: (1.0 - entailment) * (1.0 - share),
+        Label.CONTRADICTION: share,
     }
-    confidence = probabilities[Label.CONTRADICTION]
     why = explanation if explanation is not None else verdict.explanation
-    return verdict.model_copy(
-        update={
-            "label": Label.CONTRADICTION,
-            "confidence": confidence,
-            "probabilities": probabilities,
-            "evidence": (
-                Evidence(
-                    reference_index=found.reference_index,
-                    reference_id=item.references[found.reference_index].id,
-                    span=CharSpan(start=found.start, end=found.end),
-                    probability=confidence,
-                ),
-            ),
-            "explanation": f"{found.detail} ({found.kind.value})" + (f"; {why}" if why else ""),
-            "conflict": found.kind,
-        }
+    cited = Evidence(
+        reference_index=found.reference_index,
+        reference_id=item.references[found.reference_index].id,
+        span=CharSpan(start=found.start, end=found.end),
+        probability=share,
+    )
+    return verdict.rescored(
+        Label.CONTRADICTION,
+        probabilities,
+        evidence=(cited,),
+        explanation=f"{found.detail} ({found.kind.value})" + (f"; {why}" if why else ""),
+        conflict=found.kind,
     )
 
 
 def only_unsupported(verdict: Verdict) -> Verdict:
     """`verdict` as Neutral: nothing in the references conflicts with the claim, so the
-    contradiction share of its probability goes to neutral."""
+    contradiction share of its probability goes to neutral. P(entailment) is kept; a caller
+    gives this only a verdict whose P(entailment) is at most 1/2 (not found supported)."""
     entailment = support(verdict)
     probabilities = {
         Label.ENTAILMENT: entailment,
@@ -69,12 +74,4 @@ def only_unsupported(verdict: Verdict) -> Verdict:
     evidence = tuple(
         e.model_copy(update={"probability": probabilities[Label.NEUTRAL]}) for e in verdict.evidence
     )
-    return verdict.model_copy(
-        update={
-            "label": Label.NEUTRAL,
-            "confidence": probabilities[Label.NEUTRAL],
-            "probabilities": probabilities,
-            "evidence": evidence,
-            "conflict": None,
-        }
-    )
+    return verdict.rescored(Label.NEUTRAL, probabilities, evidence=evidence, conflict=None)
