@@ -217,9 +217,6 @@ class Verdict(_Model):
     def _plain_probabilities(cls, value: dict[Label, float] | None) -> dict[Label, float] | None:
         if value is None:
             return None
-        for label, probability in value.items():
-            if not 0.0 <= probability <= 1.0:
-                raise ValueError(f"P({label.value}) = {probability} is not a probability")
         return {label: float(probability) for label, probability in value.items()}
 
     @model_validator(mode="after")
