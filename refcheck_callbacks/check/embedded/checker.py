@@ -186,7 +186,7 @@ class EmbeddedChecker(SyncChecker):
             ],
             explanation=_explain(runtime.features.FEATURE_NAMES, found.values),
         )
-        conflict = conflicts.find_conflict(item.claim.text, sentences)
+        conflict = conflicts.find_conflict(item.claim.text, sentences, item.question)
         if conflict is not None:
             share = max(contradiction_share, STATED_FACT_SHARE)
             return contradiction(verdict, item, stated_fact(conflict, share))
