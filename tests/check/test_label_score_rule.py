@@ -114,6 +114,20 @@ def test_the_embedded_checkers_date_conflict_carries_a_coherent_score(
     assert verdicts[2].label is E
 
 
+def test_a_date_conflict_with_one_word_of_context_is_found(
+    embedded_checker: EmbeddedChecker,
+) -> None:
+    """`The vote was on Tuesday.` shares one content word with its reference sentence: that
+    word is the whole context, and it is enough (it was Entailment, P(entailment) 0.88)."""
+    with RefCheckMonitor(checker=embedded_checker, exporters=[], placement="thread") as monitor:
+        result = monitor.check(
+            answer="The vote was on Tuesday.", references=["The vote was on Monday."]
+        )
+    [verdict] = result.verdicts
+    assert (verdict.label, verdict.conflict) == (C, ConflictKind.DATE)
+    assert_coherent(verdict)
+
+
 @pytest.fixture(scope="module")
 def nli_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("score-rule-nli")

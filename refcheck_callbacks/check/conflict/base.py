@@ -20,6 +20,10 @@ MIN_CONFLICT_SHARE = 0.6
 contradiction outweighs neutral."""
 
 
+CONFLICT_MARGIN = 0.01
+"""How much likelier than entailment a found conflict's contradiction is, at least."""
+
+
 def support(verdict: Verdict) -> float:
     """P(entailment): from the verdict's probabilities, else from its label and confidence."""
     if verdict.probabilities is not None and Label.ENTAILMENT in verdict.probabilities:
@@ -34,13 +38,13 @@ def contradiction(
     """`verdict` as a Contradiction citing `found`.
 
     P(entailment) stays the checker's own as far as the conflict allows: at most
-    share / (1 + share), the most that leaves P(contradiction) the likeliest label (below 1/2,
-    so below the support threshold). What is left goes to contradiction and neutral in the
-    finder's share (at least `MIN_CONFLICT_SHARE`). The checker's ranking of claims by support
-    is kept below that cap: pushing every contradiction to the bottom measured worse AUROC on
-    the shared sets than keeping it (docs/telemetry.md)."""
+    (share - CONFLICT_MARGIN) / (1 + share), which leaves P(contradiction) the likeliest label
+    by `CONFLICT_MARGIN` (and P(entailment) below 1/2, the support threshold). What is left
+    goes to contradiction and neutral in the finder's share (at least `MIN_CONFLICT_SHARE`).
+    The checker's ranking of claims by support is kept below that cap: pushing every
+    contradiction to the bottom measured worse AUROC on the shared sets (docs/telemetry.md)."""
     share = max(found.share, MIN_CONFLICT_SHARE)
-    entailment = min(support(verdict), share / (1.0 + share))
+    entailment = min(support(verdict), (share - CONFLICT_MARGIN) / (1.0 + share))
     rest = 1.0 - entailment
     probabilities = {
         Label.ENTAILMENT: entailment,
