@@ -61,11 +61,15 @@ def test_a_contradiction_stays_only_of_a_counted_kind_and_sure_enough() -> None:
     dropped = relabel(conflict, sure, 0.5)
     assert (dropped.label, dropped.conflict) == (Label.NEUTRAL, None)
     no_values = DecisionPoints(support_threshold=0.1, conflict_kinds=(ConflictKind.DATE,))
-    # Not counted: unsupported still, even above the threshold; P(entailment) as it was.
+    # Not counted: unsupported still, even above the threshold; P(entailment) mapped onto the
+    # calibrated scale (0.2 at threshold 0.1 is above 1/2), held at 1/2: a conflict was found.
     demoted = relabel(conflict, no_values, 0.5)
     assert (demoted.label, demoted.conflict) == (Label.NEUTRAL, None)
     assert demoted.probabilities is not None
-    assert demoted.probabilities[Label.ENTAILMENT] == pytest.approx(0.2)
+    assert demoted.probabilities[Label.ENTAILMENT] == pytest.approx(0.5)
+    below = relabel(conflict, DecisionPoints(support_threshold=0.8, min_contradiction=0.7), 0.5)
+    assert below.probabilities is not None
+    assert below.probabilities[Label.ENTAILMENT] == pytest.approx(0.5 * 0.2 / 0.8)
 
 
 def test_a_failed_claim_keeps_no_label() -> None:
