@@ -17,8 +17,9 @@ def at_half(score: float, threshold: float) -> float:
     """`score` mapped so that `threshold` lands on 1/2: linear on [0, threshold] and on
     [threshold, 1], monotone, 0 and 1 kept."""
     score = min(1.0, max(0.0, float(score)))
-    if threshold <= 0.0 or threshold >= 1.0:
-        return score
-    if score < threshold:
+    if score < threshold:  # so threshold > 0
         return SUPPORT_THRESHOLD * score / threshold
-    return SUPPORT_THRESHOLD + (1.0 - SUPPORT_THRESHOLD) * (score - threshold) / (1.0 - threshold)
+    if threshold >= 1.0:
+        return 1.0
+    above = (score - threshold) / (1.0 - threshold)
+    return SUPPORT_THRESHOLD + (1.0 - SUPPORT_THRESHOLD) * max(0.0, above)

@@ -20,6 +20,8 @@ from tiny_nli import save_model
 from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.check.calibration.points import DecisionPoints, relabel
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage
+from refcheck_callbacks.check.conflict.stage import settle
+from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.check.nli.checker import NLIChecker
@@ -226,7 +228,7 @@ def test_a_remote_checker_refuses_a_reply_whose_scores_disagree_with_its_label(
     assert "not the largest" in (verdict.error or "")
 
 
-@pytest.mark.parametrize("threshold", [0.2, 0.4, 0.5, 0.6, 0.8])
+@pytest.mark.parametrize("threshold", [0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0])
 def test_calibrated_verdicts_agree_with_their_scores_and_keep_their_order(
     threshold: float,
 ) -> None:
@@ -244,3 +246,13 @@ def test_calibrated_verdicts_agree_with_their_scores_and_keep_their_order(
         assert (verdict.label is E) == (support >= threshold)
     scores = [v.probabilities[E] for v in relabelled]  # type: ignore[index]
     assert scores == sorted(scores)  # the ranking (AUROC) is the checker's own
+
+
+def test_a_verdict_without_probabilities_is_settled_coherently() -> None:
+    """A checker's Neutral of low confidence and no probabilities reads as P(entailment) 0.7;
+    the conflict stage still settles it as a Neutral below 1/2, not a failed request."""
+    unsure = Verdict(label=N, confidence=0.3)
+    items = _items(["Cats sleep most of the night."])
+    [settled] = asyncio.run(settle(StatedFactFinder(), items, [unsure]))
+    assert settled.label is N
+    assert_coherent(settled)

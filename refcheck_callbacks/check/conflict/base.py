@@ -6,6 +6,7 @@ The finder protocol and what it returns (`ConflictFinder`, `FoundConflict`) are 
 
 from __future__ import annotations
 
+from refcheck_callbacks.check.scores import SUPPORT_THRESHOLD
 from refcheck_callbacks.contract.components import FoundConflict
 from refcheck_callbacks.types import (
     CharSpan,
@@ -69,9 +70,10 @@ def contradiction(
 
 def only_unsupported(verdict: Verdict) -> Verdict:
     """`verdict` as Neutral: nothing in the references conflicts with the claim, so the
-    contradiction share of its probability goes to neutral. P(entailment) is kept; a caller
-    gives this only a verdict whose P(entailment) is at most 1/2 (not found supported)."""
-    entailment = support(verdict)
+    contradiction share of its probability goes to neutral. P(entailment) is kept up to 1/2:
+    a claim not found supported is not likelier supported than not (a checker's Neutral of low
+    confidence without probabilities would otherwise read as P(entailment) above 1/2)."""
+    entailment = min(support(verdict), SUPPORT_THRESHOLD)
     probabilities = {
         Label.ENTAILMENT: entailment,
         Label.NEUTRAL: 1.0 - entailment,
