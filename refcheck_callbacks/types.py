@@ -11,7 +11,7 @@ import uuid
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Label(str, Enum):
@@ -141,6 +141,11 @@ class Evidence(_Model):
     probability: float | None = Field(default=None, ge=0.0, le=1.0)
     """The checker's probability of the verdict's label on this piece of evidence."""
 
+    @field_validator("probability", mode="after")
+    @classmethod
+    def _plain_probability(cls, value: float | None) -> float | None:
+        return None if value is None else float(value)
+
 
 def _plus(first: float | None, second: float | None) -> float | None:
     """A sum of costs that may be unknown: unknown only when both are."""
@@ -212,6 +217,10 @@ class StageVerdict(_Model):
     """Wall time of the stage's call that held the claim (shared by the claims it batched)."""
 
 
+SCORE_TOLERANCE = 1e-9
+"""Rounding allowed where a verdict's scores are compared (`Verdict`'s score rule)."""
+
+
 class Verdict(_Model):
     """A checker's decision on one claim. `label` is None when the checker failed on it."""
 
@@ -244,6 +253,18 @@ class Verdict(_Model):
     """Why a fallback checker decided this claim: `budget_exhausted` (the judge's
     `JudgeBudget` refused the call); None when the checker itself did."""
 
+    @field_validator("confidence", mode="after")
+    @classmethod
+    def _plain_confidence(cls, value: float) -> float:
+        return float(value)  # numpy.float64 is a float subclass pydantic would keep
+
+    @field_validator("probabilities", mode="after")
+    @classmethod
+    def _plain_probabilities(cls, value: dict[Label, float] | None) -> dict[Label, float] | None:
+        if value is None:
+            return None
+        return {label: float(probability) for label, probability in value.items()}
+
     @model_validator(mode="after")
     def _failed_verdicts_say_why(self) -> Verdict:
         if self.label is None and not self.error:
@@ -251,6 +272,34 @@ class Verdict(_Model):
         if self.conflict is not None and self.label is not Label.CONTRADICTION:
             raise ValueError("only a contradiction names a kind of conflict")
         return self
+
+    @model_validator(mode="after")
+    def _label_and_score_agree(self) -> Verdict:
+        """The score rule every checker family keeps (docs/telemetry.md): the label's
+        probability is the largest of the three and is the confidence. A Contradiction's
+        P(entailment) is then at most 1/2, the support threshold every family reports at."""
+        if self.label is None or not self.probabilities or self.label not in self.probabilities:
+            return self
+        own = self.probabilities[self.label]
+        if any(other > own + SCORE_TOLERANCE for other in self.probabilities.values()):
+            raise ValueError(
+                f"a {self.label.value} verdict's probability {own:.4f} is not the largest "
+                f"of { ({k.value: round(v, 4) for k, v in self.probabilities.items()}) }"
+            )
+        if abs(self.confidence - own) > SCORE_TOLERANCE:
+            raise ValueError(
+                f"confidence {self.confidence:.4f} is not P({self.label.value}) = {own:.4f}"
+            )
+        return self
+
+    def rescored(self, label: Label, probabilities: dict[Label, float], **update: Any) -> Verdict:
+        """This verdict with another label and probabilities (the confidence follows), built
+        and validated as a new one: `model_copy` would skip the score rule."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        fields.update(
+            label=label, probabilities=probabilities, confidence=probabilities[label], **update
+        )
+        return Verdict.model_validate(fields)
 
 
 class Ratios(_Model):

@@ -41,12 +41,14 @@ def _example(
 
 
 def _verdict(label: Label, p_entailment: float) -> Verdict:
-    rest = (1.0 - p_entailment) / 2
-    return Verdict(
-        label=label,
-        confidence=max(p_entailment, rest),
-        probabilities={E: p_entailment, N: rest, C: rest},
-    )
+    """A verdict whose label's probability is the largest: the rest goes to the label, or is
+    split between neutral and contradiction under an Entailment."""
+    rest = 1.0 - p_entailment
+    if label is E:
+        probabilities = {E: p_entailment, N: rest / 2, C: rest / 2}
+    else:
+        probabilities = {E: p_entailment, N: 0.0, C: 0.0, label: rest}
+    return Verdict(label=label, confidence=probabilities[label], probabilities=probabilities)
 
 
 def test_support_score_prefers_probabilities_then_confidence() -> None:

@@ -19,8 +19,13 @@ from refcheck_callbacks.types import ConflictKind, Label, Verdict
 def _verdict(entailment: float, conflict: ConflictKind | None = None) -> Verdict:
     if conflict is None:
         label = Label.ENTAILMENT if entailment >= 0.5 else Label.NEUTRAL
-        probabilities = {Label.ENTAILMENT: entailment, Label.NEUTRAL: 1 - entailment}
-        return Verdict(label=label, confidence=0.5, probabilities=probabilities)
+        probabilities = {
+            Label.ENTAILMENT: entailment,
+            Label.NEUTRAL: 1 - entailment,
+            Label.CONTRADICTION: 0.0,
+        }
+        return Verdict(label=label, confidence=probabilities[label], probabilities=probabilities)
+    entailment = min(entailment, 0.45)  # a conflict keeps P(entailment) under its cap
     probabilities = {
         Label.ENTAILMENT: entailment,
         Label.NEUTRAL: 0.1 * (1 - entailment),
@@ -82,7 +87,8 @@ def test_cross_validated_figures_improve_on_held_out_folds() -> None:
     assert checked.before.false_contradiction_rate == pytest.approx(0.2)
     assert checked.after.false_contradiction_rate == 0.0
     assert checked.after.balanced_accuracy > checked.before.balanced_accuracy + 0.2
-    assert checked.after.auroc == checked.before.auroc
+    # Within a fold the ranking is kept; each fold maps its own threshold onto 1/2.
+    assert checked.after.auroc == pytest.approx(checked.before.auroc, abs=0.005)
     assert checked.after.unsupported.contradiction == 40  # the date conflicts stay
 
 

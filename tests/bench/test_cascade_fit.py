@@ -42,6 +42,8 @@ def synthetic(count: int = 40) -> tuple[list[str], list[bool], list[Verdict], li
         label = E if supported == right else (N if i % 2 else C)
         support = confidence if label is E else 1 - confidence
         probabilities = {E: support, N: 1 - support, C: 0.0}
+        if label is C:
+            probabilities = {E: support, N: 0.0, C: 1 - support}
         cheap.append(Verdict(label=label, confidence=confidence, probabilities=probabilities))
         dear.append(Verdict(label=E if supported else N, confidence=0.9))
     cheap[5] = Verdict(label=None, error="cheap stage failed")

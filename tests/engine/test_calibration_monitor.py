@@ -30,14 +30,17 @@ def test_a_threshold_above_the_claims_support_flips_it_to_neutral() -> None:
     with RefCheckMonitor(checker=EmbeddedChecker, placement="thread", exporters=[]) as monitor:
         label, entailment = _support(monitor)
     assert label is Label.ENTAILMENT
+    # P(entailment) is mapped so that the calibrated threshold lands on 1/2 (`check.scores`).
     for threshold, expected in ((entailment + 0.01, Label.NEUTRAL), (entailment, label)):
+        threshold = min(1.0, threshold)
         calibration = calibration_for(
-            embedded_identity(), DecisionPoints(support_threshold=min(1.0, threshold))
+            embedded_identity(), DecisionPoints(support_threshold=threshold)
         )
         with RefCheckMonitor(
             checker=EmbeddedChecker, placement="thread", exporters=[], calibration=calibration
         ) as monitor:
-            assert _support(monitor) == (expected, pytest.approx(entailment))
+            mapped = 0.5 * entailment / threshold if entailment < threshold else 0.5
+            assert _support(monitor) == (expected, pytest.approx(mapped))
 
 
 def test_a_calibration_for_other_parameters_is_refused_at_once(tmp_path: Path) -> None:

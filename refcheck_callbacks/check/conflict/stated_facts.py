@@ -46,7 +46,9 @@ class StatedFactFinder:
                 parsed[item.request_id] = reference_sentences.parse_references(
                     [reference.text for reference in item.references]
                 )
-            conflict = conflicts.find_conflict(item.claim.text, parsed[item.request_id])
+            conflict = conflicts.find_conflict(
+                item.claim.text, parsed[item.request_id], item.question
+            )
             out.append(None if conflict is None else found(conflict))
         return out
 

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from refcheck_callbacks.check.base import SyncChecker
-from refcheck_callbacks.check.conflict.base import contradiction, only_unsupported
+from refcheck_callbacks.check.conflict.base import contradiction
 from refcheck_callbacks.check.conflict.stated_facts import STATED_FACT_SHARE
 from refcheck_callbacks.check.conflict.stated_facts import found as stated_fact
 from refcheck_callbacks.check.embedded import conflicts, reference_sentences
+from refcheck_callbacks.check.scores import SUPPORT_THRESHOLD, at_half
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder, bundled_minilm_path
 from refcheck_callbacks.support.extras import require, require_installed
 from refcheck_callbacks.support.logs import logger
@@ -43,6 +44,10 @@ class _Runtime:
     features: Any
     threads: Any
     """A threadpoolctl controller: BLAS runs single-threaded while a batch is checked."""
+
+
+VETO_BAND = 0.01
+"""Scores just below 1/2 that vetoed claims take (`_support`)."""
 
 
 class EmbeddedChecker(SyncChecker):
@@ -73,11 +78,10 @@ class EmbeddedChecker(SyncChecker):
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
 
-    @property
-    def support_threshold(self) -> float:
-        """P(entailment) from which a claim is labelled Entailment (chosen in training for
-        balanced accuracy across the labelled sets); a cascade's "margin" is measured from it."""
-        return float(self._load().model.entailment_threshold)
+    support_threshold = SUPPORT_THRESHOLD
+    """P(entailment) from which a claim is labelled Entailment; a cascade's "margin" is
+    measured from it. The heads' trained threshold (`model.entailment_threshold`, chosen for
+    balanced accuracy across the labelled sets) is mapped onto it (`check.scores`)."""
 
     @property
     def fingerprint(self) -> str:
@@ -166,28 +170,45 @@ class EmbeddedChecker(SyncChecker):
             return Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")
         found = runtime.features.claim_features(item.claim.text, references, runtime.static)
         row = runtime.model.probabilities(found.values[None, :])[0]
-        entailment, contradiction_share = float(row[0]), float(row[2]) / max(1e-12, 1.0 - row[0])
+        entailment = _support(runtime.model, row)
+        contradiction_share = float(row[2]) / max(1e-12, 1.0 - float(row[0]))
+        label = Label.ENTAILMENT if entailment >= SUPPORT_THRESHOLD else Label.NEUTRAL
+        # No conflicting statement found (yet): the contradiction head's share stays out of
+        # the label, the claim is at most unsupported (issue 28).
+        probabilities = {
+            Label.ENTAILMENT: entailment,
+            Label.NEUTRAL: 1.0 - entailment,
+            Label.CONTRADICTION: 0.0,
+        }
         best = references.segments[found.evidence[0]]
         verdict = Verdict(
-            label=Label.ENTAILMENT,
-            confidence=entailment,
-            probabilities={
-                Label.ENTAILMENT: entailment,
-                Label.NEUTRAL: 1.0 - entailment,
-                Label.CONTRADICTION: 0.0,
-            },
-            evidence=[_evidence(item, best.reference_index, best.start, best.end, entailment)],
+            label=label,
+            confidence=probabilities[label],
+            probabilities=probabilities,
+            evidence=[
+                _evidence(item, best.reference_index, best.start, best.end, probabilities[label])
+            ],
             explanation=_explain(runtime.features.FEATURE_NAMES, found.values),
         )
-        conflict = conflicts.find_conflict(item.claim.text, sentences)
+        conflict = conflicts.find_conflict(item.claim.text, sentences, item.question)
         if conflict is not None:
             share = max(contradiction_share, STATED_FACT_SHARE)
             return contradiction(verdict, item, stated_fact(conflict, share))
-        if runtime.model.supports(row):
-            return verdict
-        # Not supported; the contradiction head's share stays out of the label: without a
-        # conflicting statement, the claim is only unsupported (issue 28).
-        return only_unsupported(verdict)
+        return verdict
+
+
+def _support(model: Any, row: Any) -> float:
+    """The heads' P(entailment) on the shared scale (`check.scores`): their threshold mapped
+    to 1/2. A claim the contradiction head vetoes (it outweighs both others, so the heads'
+    P(entailment) is below 1/2, though at or above their threshold) is Neutral, so its score
+    stays below 1/2: in the `VETO_BAND` just under it, in the heads' order, above every claim
+    the support head itself left unsupported, as the heads ranked it (measured: lower, as the
+    heads' own P(entailment), it cost up to 0.03 AUROC on the shared sets)."""
+    raw, threshold = float(row[0]), float(model.entailment_threshold)
+    if raw >= threshold and not model.supports(row):
+        above = (raw - threshold) / max(1e-12, SUPPORT_THRESHOLD - threshold)
+        return SUPPORT_THRESHOLD - VETO_BAND * (1.0 - min(1.0, above))
+    return at_half(raw, threshold)
 
 
 @functools.lru_cache(maxsize=4)

@@ -44,6 +44,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from refcheck_callbacks.check.conflict.kinds import of_mention
+from refcheck_callbacks.check.embedded.answer_slots import find_slot_conflict
 from refcheck_callbacks.check.embedded.denials import find_denial
 from refcheck_callbacks.check.embedded.reference_sentences import (
     Conflict,
@@ -303,14 +304,21 @@ def candidates(claim: str, references: ParsedReferences) -> Iterator[Candidate]:
         yield from parsed.candidates(mention, references)
 
 
-def find_conflict(claim: str, references: ParsedReferences) -> Conflict | None:
+def find_conflict(
+    claim: str, references: ParsedReferences, question: str | None = None
+) -> Conflict | None:
     """The first figure, date or name of `claim` that its best-matching reference sentence
-    states differently, in the same place; None when there is none."""
+    states differently, in the same place; else, for the answer to `question`, another name
+    in the slot it asks about (`answer_slots`); else a denial. None when there is none."""
     parsed = _Claim(claim, references.lower_case)
     for mention in parsed.mentions:
         for candidate in parsed.candidates(mention, references):
             if is_conflict(candidate):
                 return _conflict(candidate, parsed.tokens, claim)
+    if question:
+        slot = find_slot_conflict(question, claim, references)
+        if slot is not None:
+            return slot
     return find_denial(parsed.text, parsed.spans, parsed.tokens, references)
 
 

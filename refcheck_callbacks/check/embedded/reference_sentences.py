@@ -29,7 +29,7 @@ from refcheck_callbacks.types import ConflictKind
 CANDIDATES = 3
 """Reference sentences compared with each mention, best matches first."""
 MIN_SHARED = 2
-"""Context words a reference sentence must share to be a match."""
+"""Context words a reference sentence must share to be a match (all, when there are fewer)."""
 
 
 def stem(word: str) -> str:
@@ -127,7 +127,8 @@ class ParsedReferences:
             for index in holders:
                 scores[index] += weight
                 shared[index] += 1
-        ranked = [(score, index) for index, score in scores.items() if shared[index] >= MIN_SHARED]
+        needed = min(MIN_SHARED, len(words))  # `The vote was on Tuesday.`: one word to share
+        ranked = [(score, index) for index, score in scores.items() if shared[index] >= needed]
         ranked.sort(key=lambda pair: (-pair[0], pair[1]))
         return ranked[:CANDIDATES]
 

@@ -17,14 +17,15 @@ from refcheck_callbacks.types import CharSpan, ConflictKind, Evidence, Label, Ve
 
 
 def _verdict(label: Label, entailment: float, contradiction: float = 0.0) -> Verdict:
+    probabilities = {
+        Label.ENTAILMENT: entailment,
+        Label.NEUTRAL: 1.0 - entailment - contradiction,
+        Label.CONTRADICTION: contradiction,
+    }
     return Verdict(
         label=label,
-        confidence=contradiction if label is Label.CONTRADICTION else entailment,
-        probabilities={
-            Label.ENTAILMENT: entailment,
-            Label.NEUTRAL: 1.0 - entailment - contradiction,
-            Label.CONTRADICTION: contradiction,
-        },
+        confidence=probabilities[label],
+        probabilities=probabilities,
         evidence=[Evidence(reference_index=0, span=CharSpan(start=0, end=4), probability=0.5)],
         conflict=ConflictKind.VALUE if label is Label.CONTRADICTION else None,
     )
@@ -37,13 +38,17 @@ def test_the_support_threshold_moves_from_the_checkers_own() -> None:
     lowered = DecisionPoints(support_threshold=0.4)
     taken_in = relabel(_verdict(Label.NEUTRAL, 0.45), lowered, 0.5)
     assert taken_in.label is Label.ENTAILMENT
-    assert taken_in.confidence == pytest.approx(0.45)
-    assert taken_in.evidence[0].probability == pytest.approx(0.45)
-    # Neutral above the checker's own threshold: the checker vetoed it, unless vetoes go.
-    assert relabel(_verdict(Label.NEUTRAL, 0.8), lowered, 0.5).label is Label.NEUTRAL
+    # The calibrated threshold lands on 1/2: 0.45 is a twelfth of the way from 0.4 to 1.
+    assert taken_in.confidence == pytest.approx(0.5 + 0.5 * 0.05 / 0.6)
+    assert taken_in.evidence[0].probability == pytest.approx(taken_in.confidence)
+    assert relabel(_verdict(Label.NEUTRAL, 0.3), lowered, 0.5).confidence == pytest.approx(
+        1 - 0.5 * 0.3 / 0.4
+    )
+    # Neutral at the checker's own threshold: the checker vetoed it, unless vetoes go.
+    assert relabel(_verdict(Label.NEUTRAL, 0.5), lowered, 0.5).label is Label.NEUTRAL
     overruled = lowered.model_copy(update={"keep_vetoes": False})
-    assert relabel(_verdict(Label.NEUTRAL, 0.8), overruled, 0.5).label is Label.ENTAILMENT
-    for label, entailment in ((Label.NEUTRAL, 0.8), (Label.ENTAILMENT, 0.5), (Label.NEUTRAL, 0.3)):
+    assert relabel(_verdict(Label.NEUTRAL, 0.5), overruled, 0.5).label is Label.ENTAILMENT
+    for label, entailment in ((Label.NEUTRAL, 0.5), (Label.ENTAILMENT, 0.5), (Label.NEUTRAL, 0.3)):
         verdict = _verdict(label, entailment)
         assert relabel(verdict, DecisionPoints(support_threshold=0.5), 0.5) is verdict
 
@@ -56,11 +61,15 @@ def test_a_contradiction_stays_only_of_a_counted_kind_and_sure_enough() -> None:
     dropped = relabel(conflict, sure, 0.5)
     assert (dropped.label, dropped.conflict) == (Label.NEUTRAL, None)
     no_values = DecisionPoints(support_threshold=0.1, conflict_kinds=(ConflictKind.DATE,))
-    # Not counted: unsupported still, even above the threshold; P(entailment) as it was.
+    # Not counted: unsupported still, even above the threshold; P(entailment) mapped onto the
+    # calibrated scale (0.2 at threshold 0.1 is above 1/2), held at 1/2: a conflict was found.
     demoted = relabel(conflict, no_values, 0.5)
     assert (demoted.label, demoted.conflict) == (Label.NEUTRAL, None)
     assert demoted.probabilities is not None
-    assert demoted.probabilities[Label.ENTAILMENT] == pytest.approx(0.2)
+    assert demoted.probabilities[Label.ENTAILMENT] == pytest.approx(0.5)
+    below = relabel(conflict, DecisionPoints(support_threshold=0.8, min_contradiction=0.7), 0.5)
+    assert below.probabilities is not None
+    assert below.probabilities[Label.ENTAILMENT] == pytest.approx(0.5 * 0.2 / 0.8)
 
 
 def test_a_failed_claim_keeps_no_label() -> None:

@@ -97,7 +97,9 @@ def test_a_binary_checkers_unsupported_claim_with_a_stated_conflict_is_a_contrad
     assert TOWER[cited.start : cited.end] == "The tower is 330 metres tall."
     assert "'330 metres'" in (taller.explanation or "")
     assert taller.probabilities is not None
-    assert taller.probabilities[Label.ENTAILMENT] == pytest.approx(0.1)  # the checker's own
+    # The checker's own 0.1 (under the cap 0.75 / 1.75); the conflict's share 0.75 of the rest.
+    assert taller.probabilities[Label.ENTAILMENT] == pytest.approx(0.1)
+    assert taller.probabilities[Label.CONTRADICTION] == pytest.approx(0.9 * 0.75)
     assert (absent.label, absent.conflict) == (Label.NEUTRAL, None)
 
 
