@@ -211,10 +211,16 @@ def _kept(attributes: Any) -> tuple[dict[str, Any], int]:
     kept: dict[str, Any] = {}
     size = 0
     for pair in attributes:
-        if pair.key.startswith(KEPT_PREFIXES):
-            value, value_size = _value(pair.value, 0)
-            kept[pair.key] = value
-            size += sys.getsizeof(pair.key) + value_size
+        key = pair.key
+        if key.startswith(KEPT_PREFIXES):
+            value = pair.value
+            if value.WhichOneof("value") == "string_value":  # most are: spared a call
+                text = value.string_value
+                kept[key] = text
+                size += sys.getsizeof(key) + sys.getsizeof(text)
+            else:
+                kept[key], value_size = _value(value, 0)
+                size += sys.getsizeof(key) + value_size
     return kept, size + sys.getsizeof(kept)
 
 

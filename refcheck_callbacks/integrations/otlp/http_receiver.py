@@ -356,7 +356,8 @@ class ReceiverServer:
             writer.write(http.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError:  # the request's framing broke h11's state
             return False
-        await asyncio.wait_for(writer.drain(), self.request_timeout)
+        if writer.transport.get_write_buffer_size():  # the socket took it all: no wait
+            await asyncio.wait_for(writer.drain(), self.request_timeout)
         return whole and http.our_state is h11.DONE and http.their_state is h11.DONE
 
     async def _linger(self, connection: _Connection, reader: asyncio.StreamReader) -> None:

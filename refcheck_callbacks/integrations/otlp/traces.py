@@ -80,15 +80,17 @@ class TraceAssembly:
         return self._bytes
 
     def admit(self, trace_id: str) -> bool:
-        """Count a span as received; False (and counted late) when its trace was finished or
-        given up, so the decoder skips reading it: a flood of spans for a trace given up costs
-        little more than reading their ids."""
+        """False (the span counted received and late) when its trace was finished or given
+        up, so the decoder skips reading it: a flood of spans for a trace given up costs little
+        more than reading their ids. A span admitted is counted received by `add`. The lock is
+        taken only to refuse: every span of an export passes here, and two dict lookups under
+        the GIL need none (`add` checks again under the lock)."""
+        if trace_id not in self._finished or trace_id in self._open:
+            return True
         with self._lock:
             self.spans.received += 1
-            if trace_id in self._finished and trace_id not in self._open:
-                self.spans.late += 1
-                return False
-            return True
+            self.spans.late += 1
+        return False
 
     def add(self, spans: Iterable[ReceivedSpan]) -> None:
         """Add admitted spans (`admit`)."""
@@ -96,6 +98,7 @@ class TraceAssembly:
         dropped: list[tuple[OpenTrace, DropReason]] = []
         limits = self.limits
         with self._lock:
+            self.spans.received += len(spans)
             now = self._clock()
             for span in spans:
                 trace = self._open.get(span.trace_id)
