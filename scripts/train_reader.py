@@ -120,6 +120,7 @@ def run_once(
             "examples": len(examples),
             "steps": result.steps,
         },
+        weights=args.weights,
     )
     print(f"exported {folder} ({folder_megabytes(folder):.1f} MB)", file=sys.stderr)
     if args.export is not None:
@@ -186,6 +187,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--export", type=Path, default=None, help="also copy the exported folder here"
+    )
+    parser.add_argument(
+        "--weights",
+        default="int8",
+        choices=["int8", "fp16"],
+        help="the exported weights: int8 with a scale per row (what the wheel carries, read "
+        "by refcheck's loaders) or fp16 (a standard model.safetensors)",
     )
     parser.add_argument(
         "--dtype",

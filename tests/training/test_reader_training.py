@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 
+from refcheck_callbacks.check.nli.compact_weights import COMPACT_FILE, load_compact_classifier
 from refcheck_callbacks.check.reader.inputs import LABELS, EvidenceRanker
 from refcheck_callbacks.contract.registry import build_checker
 from refcheck_callbacks.training import reader_data
@@ -23,7 +25,7 @@ from refcheck_callbacks.training.reader_data import (
     ReaderExample,
     build_examples,
 )
-from refcheck_callbacks.training.reader_model import TINY, export, new_reader
+from refcheck_callbacks.training.reader_model import TINY, export, folder_megabytes, new_reader
 from refcheck_callbacks.training.reader_training import (
     CHECKPOINT,
     PROGRESS,
@@ -96,6 +98,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Label]
         own = [Label(LABELS[int(i)]) for i in model(**encoded).logits.argmax(-1)]
     lines = (folder / "run" / PROGRESS).read_text().splitlines()
     losses = [json.loads(line)["loss"] for line in lines]
+    export(model, tokenizer, folder / "fp16", {"plan": plan.model_dump()}, weights="fp16")
     return export(model, tokenizer, folder / "export", {"plan": plan.model_dump()}), own, losses
 
 
@@ -105,15 +108,39 @@ def test_training_lowers_the_loss(trained: tuple[Path, list[Label], list[float]]
     assert sum(losses[-3:]) < sum(losses[:3])
 
 
-def test_the_export_is_a_3_way_nli_folder_in_fp16(
+def test_the_export_is_a_3_way_nli_folder_with_int8_weights(
     trained: tuple[Path, list[Label], list[float]],
 ) -> None:
     folder = trained[0]
     config = (folder / "config.json").read_text()
-    assert '"entailment"' in config and '"contradiction"' in config and '"float16"' in config
-    assert {"model.safetensors", "tokenizer.json", "refcheck_reader.json"} <= {
-        p.name for p in folder.iterdir()
-    }
+    assert '"entailment"' in config and '"contradiction"' in config
+    names = {p.name for p in folder.iterdir()}
+    assert {COMPACT_FILE, "tokenizer.json", "refcheck_reader.json"} <= names
+    assert "model.safetensors" not in names
+    fp16 = folder.parent / "fp16"
+    assert "model.safetensors" in {p.name for p in fp16.iterdir()}
+    assert folder_megabytes(folder) < folder_megabytes(fp16)
+
+
+def test_int8_weights_reproduce_the_trained_models_logits(
+    trained: tuple[Path, list[Label], list[float]],
+) -> None:
+    """Loaded from the int8 folder and from the fp16 one, the same logits to within the
+    rounding of a row's scale (the tiny model's weights are large: initializer_range 0.2)."""
+    folder = trained[0]
+    compact = load_compact_classifier(folder)
+    half = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(folder.parent / "fp16"), dtype=torch.float32
+    ).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+    encoded = tokenizer(
+        [e.evidence for e in SAMPLE], [e.claim for e in SAMPLE], padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        ours, theirs = compact(**encoded).logits, half(**encoded).logits
+    assert torch.allclose(ours, theirs, atol=0.05 * float(theirs.abs().max()))
+    for name, value in half.state_dict().items():
+        assert compact.state_dict()[name].shape == value.shape, name
 
 
 def _item(claim: str) -> CheckItem:
@@ -125,12 +152,13 @@ def _item(claim: str) -> CheckItem:
     )
 
 
+@pytest.mark.parametrize("weights", ["export", "fp16"])
 @pytest.mark.parametrize("spec", ["nli:{path}", "reader:{path}"])
 def test_the_exported_reader_loads_offline_with_the_trained_models_verdicts(
-    trained: tuple[Path, list[Label], list[float]], spec: str
+    trained: tuple[Path, list[Label], list[float]], spec: str, weights: str
 ) -> None:
     folder, own, _ = trained
-    checker = build_checker(spec.format(path=folder))
+    checker = build_checker(spec.format(path=folder.parent / weights))
     verdicts = asyncio.run(checker.check([_item(example.claim) for example in SAMPLE]))
     assert [v.label for v in verdicts] == own
     assert len(set(own)) > 1
@@ -211,7 +239,7 @@ def test_the_command_trains_exports_and_scores_a_fold(shared_data: Path, tmp_pat
     assert {s["checker"] for s in midway} == {"embedded", "reader", "cascade"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     run = tmp_path / "without-wice"
-    assert (run / "export" / "model.safetensors").exists()
+    assert (run / "export" / COMPACT_FILE).exists()
     scores = json.loads((run / "evaluation.json").read_text())
     assert [s["checker"] for s in scores] == ["embedded", "reader", "cascade"]
     assert all(s["dataset"] == "wice" and s["examples"] == 12 for s in scores)

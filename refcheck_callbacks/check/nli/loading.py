@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from refcheck_callbacks.check.nli.compact_weights import is_compact, load_compact_classifier
 from refcheck_callbacks.check.nli.families import (
     HHEM_PROMPT,
     Architecture,
@@ -102,9 +103,12 @@ def load(
             label_token_ids=_label_token_ids(tokenizer, family),
             decoder_start_id=_decoder_start(model),
         )
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        name, trust_remote_code=False, dtype=fp32
-    )
+    if is_compact(name):  # the learned reader's int8 folder (`compact_weights`)
+        model = load_compact_classifier(name)
+    else:
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+            name, trust_remote_code=False, dtype=fp32
+        )
     num_labels = int(model.config.num_labels)
     if labels is not None and len(labels) != num_labels:
         raise LabelSchemeError(f"labels= names {len(labels)} classes; the model has {num_labels}")
