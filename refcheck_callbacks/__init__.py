@@ -18,6 +18,7 @@ from refcheck_callbacks.engine.monitor import RefCheckMonitor
 from refcheck_callbacks.engine.pipeline import StageTimeouts
 from refcheck_callbacks.errors import (
     BadRecordError,
+    BudgetError,
     CalibrationError,
     CalibrationMismatchError,
     CheckError,
@@ -74,6 +75,7 @@ __all__ = [
     "AnswerFields",
     "AnswerSink",
     "BadRecordError",
+    "BudgetError",
     "CalibrationError",
     "CalibrationMismatchError",
     "CharSpan",

@@ -125,7 +125,8 @@ def test_one_options_object_sets_checker_and_extractor_and_a_bad_value_fails_whe
     assert "given" not in repr(options)  # a token never lands in a log line
     llm_server.respond(_verdicts_for)
     _check(checker, _items(1, 6))
-    assert [len(r.body["claims"]) for r in llm_server.received] == [4, 2]
+    # concurrency 2: the two calls travel at once and may arrive in either order
+    assert sorted(len(r.body["claims"]) for r in llm_server.received) == [2, 4]
     assert {r.headers["authorization"] for r in llm_server.received} == {"Bearer given"}
     with pytest.raises(ValidationError, match="deadline"):
         RemoteOptions(deadline=0)
