@@ -29,9 +29,11 @@ LLM = Kind(
 )
 READER = Kind(
     "refcheck_callbacks.check.reader.checker:ReaderChecker",
-    "reader:PATH, the learned reader trained by scripts/train_reader.py: a MiniLM cross-encoder "
-    "reading each claim with its best evidence segments (docs/reader.md)",
+    "reader or reader:PATH, the learned reader trained by scripts/train_reader.py (the wheel "
+    "ships one): a MiniLM cross-encoder reading each claim with its best evidence segments "
+    "(docs/reader.md)",
     argument="model",
+    argument_optional=True,
 )
 REMOTE = Kind(
     "refcheck_callbacks.check.remote:RemoteChecker",

@@ -84,6 +84,8 @@ class Kind:
     """One line for `--help` (the spec's form first: `nli:MODEL or ...`)."""
     argument: str | None = None
     """The keyword the spec's argument is passed as; None when the kind takes none."""
+    argument_optional: bool = False
+    """`NAME` alone is valid too: the factory's own default is used (the shipped reader)."""
     variant: str | None = None
     """The keyword a `VARIANT@` in front of the argument is passed as (a family, a preset)."""
     serves_api: bool = False
@@ -217,7 +219,7 @@ def _build_registered(
         return _call(target, spec, *([argument] if argument else []), whose=whose, **options)
     if target.argument is None and argument:
         raise ComponentSpecError(f"{spec!r}: the {name!r} {role.name} takes no argument")
-    if target.argument is not None and not argument:
+    if target.argument is not None and not argument and not target.argument_optional:
         raise ComponentSpecError(f"{spec!r}: write {name}:{target.argument.upper()}")
     if not target.serves_api:
         _refuse_api_base(spec, api_base)
@@ -225,7 +227,7 @@ def _build_registered(
     variant, _, rest = argument.partition("@")
     if target.variant is not None and rest and not re.search(r"[/:\\]", variant):
         kwargs[target.variant], argument = variant, rest
-    if target.argument is not None:
+    if target.argument is not None and argument:
         kwargs[target.argument] = argument
     if api_base is not None:
         kwargs["api_base"] = api_base

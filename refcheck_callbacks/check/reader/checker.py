@@ -13,6 +13,13 @@ Contradiction only, one pair per evidence segment, so the verdict cites the segm
 conflicts (the label rule: a Contradiction names its statement). The pipeline's conflict stage
 then holds it to the bar every 3-way model's Contradiction meets.
 
+Like the embedded checker, it screens every claim with the stated-fact finder, so a figure,
+date or name that the references state otherwise is a Contradiction even where the reader
+read the claim as supported: a 6-layer reader trained on a few thousand pairs reads "voted on
+Tuesday" against "voted on Monday" as the same sentence, and the conflict stage never reopens
+an Entailment.
+
+    RefCheckMonitor(checker="reader")  # the reader shipped in the wheel
     RefCheckMonitor(checker="cascade:embedded[margin,0.2]>reader:/models/reader")
 """
 
@@ -22,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from refcheck_callbacks.check.base import SyncChecker
+from refcheck_callbacks.check.conflict.base import contradiction
+from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
 from refcheck_callbacks.check.merge import segment_evidence
 from refcheck_callbacks.check.nli.checker import NLIChecker
 from refcheck_callbacks.check.nli.loading import NLIDtype
@@ -33,16 +42,30 @@ from refcheck_callbacks.check.reader.inputs import (
     evidence_input,
 )
 from refcheck_callbacks.check.segments import Segment
-from refcheck_callbacks.errors import LabelSchemeError
+from refcheck_callbacks.errors import LabelSchemeError, ModelNotFoundError
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckItem, Label, Verdict
+
+SHIPPED_READER = Path(__file__).resolve().parent / "model"
+"""The reader the wheel carries: int8 weights trained on every shared set
+(`scripts/train_reader.py --export`), its config and tokenizer; `reader` with no path loads it."""
+
+
+def _shipped_reader() -> Path:
+    if not (SHIPPED_READER / "config.json").is_file():
+        raise ModelNotFoundError(
+            f"no reader is shipped in {SHIPPED_READER} (a build without its weights): train "
+            "one with scripts/train_reader.py --export, or pass reader:PATH"
+        )
+    return SHIPPED_READER
 
 
 class ReaderChecker(SyncChecker):
     """Labels claims with a trained reader; see the module docstring.
 
     Args:
-        model: the reader's folder (written by `scripts/train_reader.py --export`).
+        model: the reader's folder (written by `scripts/train_reader.py --export`); by default
+            the one shipped in the wheel (`SHIPPED_READER`).
         device: "auto", "cpu" or a torch device string.
         dtype: "float32", "int8" (CPU: linear layers quantized when loaded), "bfloat16",
             "float16" or "auto" (see `NLIChecker`).
@@ -50,15 +73,20 @@ class ReaderChecker(SyncChecker):
     """
 
     name = "reader"
+    screens_with = StatedFactFinder.name
+    """The conflict finder it runs on every claim itself (`check_batch`), so the pipeline's
+    conflict stage does not run it again on its Neutral verdicts."""
 
     def __init__(
         self,
-        model: str | Path,
+        model: str | Path | None = None,
         *,
         device: str = "auto",
         dtype: NLIDtype = "auto",
         ranker: EvidenceRanker | None = None,
     ) -> None:
+        if model is None:
+            model = _shipped_reader()
         self.reader = NLIChecker(
             model, family="nli", device=device, dtype=dtype, max_length=MAX_LENGTH
         )
@@ -69,6 +97,7 @@ class ReaderChecker(SyncChecker):
             )
         self.model_name = self.reader.model_name
         self.ranker = ranker or EvidenceRanker()
+        self._stated_facts = StatedFactFinder()
 
     support_threshold = 0.5
     """Where a cascade measures the reader's margin from. The label is the likeliest class, so
@@ -92,6 +121,10 @@ class ReaderChecker(SyncChecker):
         ] * len(items)
         for index, probabilities in zip(read, rows, strict=True):
             verdicts[index] = self._verdict(items[index], evidence[index], probabilities)
+        stated = self._stated_facts.find_batch([items[i] for i in read])
+        for index, conflict in zip(read, stated, strict=True):
+            if conflict is not None:
+                verdicts[index] = contradiction(verdicts[index], items[index], conflict)
         return verdicts
 
     def _verdict(

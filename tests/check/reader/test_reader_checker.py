@@ -20,7 +20,7 @@ from refcheck_callbacks.contract.registry import build_checker
 from refcheck_callbacks.engine.pipeline import Pipeline, StageTimeouts
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 from refcheck_callbacks.training.reader_model import TINY, export, new_reader
-from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, Label, Reference
+from refcheck_callbacks.types import CheckItem, CheckRequest, Claim, ConflictKind, Label, Reference
 
 PAGES = (
     "Canberra is the capital city of Australia. It was chosen in 1908 as a compromise between "
@@ -129,3 +129,21 @@ def test_the_reader_is_a_cascade_stage_behind_the_embedded_checker(
     assert [name for name, _ in cascade.stages] == ["embedded", "reader"]
     (verdict,) = asyncio.run(cascade.check([_item("Sydney has an opera house on the moon.")]))
     assert [stage.stage for stage in verdict.stages] == ["embedded", "reader"]
+
+
+def test_a_stated_conflict_overrules_the_readers_entailment(
+    tmp_path: Path, ranker: EvidenceRanker
+) -> None:
+    """A reader that reads everything as supported still says Contradiction where the
+    references state the claim's date otherwise, citing that statement."""
+    folder = _reader_leaning(tmp_path / "reader", Label.ENTAILMENT)
+    reader = ReaderChecker(folder, device="cpu", dtype="float32", ranker=ranker)
+    stated, unstated = reader.check_batch(
+        [_item("Parliament first met in Canberra in 1931."), _item("Canberra is the capital.")]
+    )
+    assert unstated.label is Label.ENTAILMENT
+    assert stated.label is Label.CONTRADICTION and stated.conflict is ConflictKind.DATE
+    assert stated.probabilities is not None
+    assert stated.probabilities[Label.ENTAILMENT] < reader.support_threshold
+    (cited,) = stated.evidence
+    assert "1927" in PAGES[cited.reference_index][cited.span.start : cited.span.end]
