@@ -147,3 +147,11 @@ def test_a_stated_conflict_overrules_the_readers_entailment(
     assert stated.probabilities[Label.ENTAILMENT] < reader.support_threshold
     (cited,) = stated.evidence
     assert "1927" in PAGES[cited.reference_index][cited.span.start : cited.span.end]
+
+
+def test_on_a_cpu_the_reader_runs_in_int8_unless_told_otherwise(
+    conflicting: ReaderChecker, ranker: EvidenceRanker
+) -> None:
+    folder = conflicting.model_name
+    assert ReaderChecker(folder, device="cpu", ranker=ranker).reader.dtype == torch.qint8
+    assert conflicting.reader.dtype == torch.float32  # dtype="float32" asked
