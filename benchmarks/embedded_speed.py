@@ -17,9 +17,14 @@ Side by side in one run:
   answer's four claims joined into its text: preparation, sentence extraction, the checker
   and the conflict stage, 16 answers per batch. It uses only names every version has, so the
   same script times another checkout (PYTHONPATH=that/checkout) to compare versions.
+  `--versus SPEC` also times the pipeline with another checker (the reader's cascade),
+  repeat by repeat in turn with the default's, and reports the ratio and, for a cascade, the
+  share of claims its later stages decided.
 
     python benchmarks/embedded_speed.py [--answers 200] [--repeats 3] [--minilm-answers 20]
     python benchmarks/embedded_speed.py --pipeline-only [--answers 200] [--repeats 3]
+    python benchmarks/embedded_speed.py --pipeline-only \
+        --versus "cascade:embedded[margin,0.1145]>reader"
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from refcheck_callbacks.bench.datasets import load_dataset
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.contract.registry import build_checker
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
 from refcheck_callbacks.engine.pipeline import Pipeline
 from refcheck_callbacks.extract.sentences import SentenceExtractor
@@ -109,8 +115,9 @@ def learned_plus_top1_rate(
     return sum(len(a) for a in answers) / (time.perf_counter() - started)
 
 
-def pipeline_rate(pipeline: Pipeline, answers: list[list[CheckItem]]) -> float:
-    """Claims per second of the whole pipeline on answers written from the workload's claims."""
+def pipeline_run(pipeline: Pipeline, answers: list[list[CheckItem]]) -> tuple[float, float]:
+    """Claims per second of the whole pipeline on answers written from the workload's claims,
+    and the share of verdicts a cascade's later stages decided (0 for one checker)."""
     requests = [
         CheckRequest(
             answer=" ".join(item.claim.text for item in answer), references=answer[0].references
@@ -118,16 +125,48 @@ def pipeline_rate(pipeline: Pipeline, answers: list[list[CheckItem]]) -> float:
         for answer in answers
     ]
 
-    async def run() -> int:
-        claims = 0
+    async def run() -> tuple[int, int]:
+        claims = passed_on = 0
         for first in range(0, len(requests), BATCH_ANSWERS):
             results = await pipeline.run(requests[first : first + BATCH_ANSWERS])
             claims += sum(len(result.claims) for result in results)
-        return claims
+            verdicts = [v for result in results for v in result.verdicts]
+            passed_on += sum(len(getattr(v, "stages", ())) > 1 for v in verdicts)
+        return claims, passed_on
 
     started = time.perf_counter()
-    claims = asyncio.run(run())
-    return claims / (time.perf_counter() - started)
+    claims, passed_on = asyncio.run(run())
+    return claims / (time.perf_counter() - started), passed_on / max(1, claims)
+
+
+def pipeline_report(
+    checker: EmbeddedChecker, versus: str | None, answers: list[list[CheckItem]], repeats: int
+) -> dict[str, object]:
+    """The pipeline's rate with the default checker and, when given, with `versus`, timed
+    repeat by repeat in turn so that both see the same machine."""
+    pipelines = {"embedded": Pipeline(SentenceExtractor(), checker)}
+    if versus is not None:
+        pipelines[versus] = Pipeline(SentenceExtractor(), build_checker(versus))
+    for pipeline in pipelines.values():
+        pipeline_run(pipeline, answers[:BATCH_ANSWERS])  # warm up
+    runs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for _ in range(repeats):
+        for name, pipeline in pipelines.items():
+            runs[name].append(pipeline_run(pipeline, answers))
+    rates = {name: statistics.median(r for r, _ in done) for name, done in runs.items()}
+    report: dict[str, object] = {
+        "pipeline_claims_per_s": round(rates["embedded"], 1),
+        "pipeline_runs": [round(r, 1) for r, _ in runs["embedded"]],
+    }
+    if versus is not None:
+        report |= {
+            "versus": versus,
+            "versus_claims_per_s": round(rates[versus], 1),
+            "versus_runs": [round(r, 1) for r, _ in runs[versus]],
+            "ratio_versus_over_default": round(rates[versus] / rates["embedded"], 3),
+            "versus_share_passed_on": round(runs[versus][-1][1], 3),
+        }
+    return report | {"load_average_1m": round(os.getloadavg()[0], 2)}
 
 
 def minilm_rate(encoder: SentenceEncoder, answers: list[list[CheckItem]]) -> float:
@@ -150,19 +189,17 @@ def main() -> None:
     parser.add_argument(
         "--pipeline-only", action="store_true", help="time only the whole offline pipeline"
     )
+    parser.add_argument(
+        "--versus",
+        metavar="SPEC",
+        help="with --pipeline-only: also time the pipeline with this checker, in turn",
+    )
     args = parser.parse_args()
     answers = workload(args.answers)
     checker = EmbeddedChecker()
     checker.check_batch(answers[0])  # load the parameters outside the timing
     if args.pipeline_only:
-        pipeline = Pipeline(SentenceExtractor(), checker)
-        pipeline_rate(pipeline, answers[:BATCH_ANSWERS])  # warm up
-        rates = [pipeline_rate(pipeline, answers) for _ in range(args.repeats)]
-        print(json.dumps({
-            "pipeline_claims_per_s": round(statistics.median(rates), 1),
-            "pipeline_runs": [round(r, 1) for r in rates],
-            "load_average_1m": round(os.getloadavg()[0], 2),
-        }))  # fmt: skip
+        print(json.dumps(pipeline_report(checker, args.versus, answers, args.repeats)))
         return
     learned = [learned_rate(checker, answers) for _ in range(args.repeats)]
     encoder = SentenceEncoder(cache_size=0)

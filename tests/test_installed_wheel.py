@@ -96,6 +96,23 @@ def test_the_wheel_installs_offline_and_runs_the_demo(
     assert "claim" in out and "verdict" in out and "evidence" in out
     assert "The Eiffel Tower is 450 metres tall." in out
     assert "contradiction" in out
+    _check_with_the_shipped_reader(bin_folder, tmp_path, offline_env)
+
+
+def _check_with_the_shipped_reader(bin_folder: Path, folder: Path, env: dict[str, str]) -> None:
+    """`--checker reader` reads with the weights the wheel carries, in a network namespace of
+    its own (no route anywhere: a download would fail)."""
+    records = [
+        {"response": "Canberra is the capital of Australia. It was founded in 1913.",
+         "reference": "Canberra is the capital city of Australia. It was founded in 1913."},
+    ]  # fmt: skip
+    (folder / "reader_in.json").write_text(json.dumps(records), encoding="utf-8")
+    command = [bin_folder / "refcheck", "extract-check", "--checker", "reader", "--no-progress",
+               "--input", "reader_in.json", "--output", "reader_out.json"]  # fmt: skip
+    _run(["unshare", "--user", "--map-root-user", "--net", *command], folder, env)
+    [record] = json.loads((folder / "reader_out.json").read_text(encoding="utf-8"))
+    assert len(record["ys"]) == 2 and None not in record["ys"], record
+    assert "reader" in json.dumps(record["refcheck"]["checker"]), record["refcheck"]
 
 
 @pytest.mark.slow

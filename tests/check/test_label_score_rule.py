@@ -25,6 +25,7 @@ from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.check.nli.checker import NLIChecker
+from refcheck_callbacks.check.reader.checker import ReaderChecker
 from refcheck_callbacks.check.remote import RemoteChecker
 from refcheck_callbacks.llm.client import LLMClient, RetryPolicy
 from refcheck_callbacks.types import (
@@ -153,6 +154,17 @@ def test_nli_verdicts_merged_and_aggregated_agree_with_their_scores(
         assert_coherent(verdict)
     if model == "three_way":  # its random weights leave the date claim unsupported
         assert settled[0].label is C and settled[0].conflict is ConflictKind.DATE
+
+
+def test_the_shipped_readers_verdicts_own_and_settled_agree_with_their_scores() -> None:
+    reader = ReaderChecker(device="cpu", dtype="int8")
+    own = asyncio.run(reader.check(_items(CLAIMS)))
+    with RefCheckMonitor(checker=reader, exporters=[], placement="thread") as monitor:
+        settled = check_all(monitor)
+    for verdict in [*own, *settled]:
+        assert_coherent(verdict)
+    # Whatever the reader read, the conflict stage names the stated date it conflicts with.
+    assert settled[0].label is C and settled[0].conflict is ConflictKind.DATE
 
 
 def _items(claims: list[str]) -> list[CheckItem]:
