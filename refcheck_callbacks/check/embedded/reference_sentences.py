@@ -33,11 +33,21 @@ MIN_SHARED = 2
 
 
 def stem(word: str) -> str:
-    """Lower-cased, possessive and plural cut, so `tower's` and `towers` meet `tower`."""
+    """Lower-cased, possessive, plural and verb endings cut, so `tower's` and `towers` meet
+    `tower`, and `painted`, `painting` and `paints` meet `paint` ("painted by Michelangelo"
+    against "a portrait painting by Leonardo" is one place)."""
     if word.endswith(("'s", "’s")):
         word = word[:-2]
     if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # `create` meets `created`, `creating`
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]  # `stopped` meets `stop`
     return word
 
 
