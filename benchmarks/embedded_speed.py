@@ -19,11 +19,14 @@ Side by side in one run:
   same script times another checkout (PYTHONPATH=that/checkout) to compare versions.
   `--versus SPEC` also times the pipeline with another checker (the reader's cascade),
   repeat by repeat in turn with the default's, and reports the ratio and, for a cascade, the
-  share of claims its later stages decided.
+  share of claims its later stages decided. `--workload labelled` times it on the shared sets'
+  claims with their own references instead (each claim its own answer, `--answers` drawn per
+  set), where a cascade escalates what it does in `refcheck bench`; the ExpertQA workload pairs
+  claims with other answers' passages, which the embedded checker is sure are unsupported.
 
     python benchmarks/embedded_speed.py [--answers 200] [--repeats 3] [--minilm-answers 20]
     python benchmarks/embedded_speed.py --pipeline-only [--answers 200] [--repeats 3]
-    python benchmarks/embedded_speed.py --pipeline-only \
+    python benchmarks/embedded_speed.py --pipeline-only --workload labelled --answers 100 \
         --versus "cascade:embedded[margin,0.1145]>reader"
 """
 
@@ -40,7 +43,8 @@ from collections import defaultdict
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from refcheck_callbacks.bench.datasets import load_dataset
+from refcheck_callbacks.bench.datasets import DATASET_NAMES, load_dataset
+from refcheck_callbacks.bench.runner import subsample
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.contract.registry import build_checker
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder
@@ -86,6 +90,30 @@ def workload(answers: int) -> list[list[CheckItem]]:
                 for k, text in enumerate(texts)
             ]
         )
+    return out
+
+
+def labelled_workload(per_set: int) -> list[list[CheckItem]]:
+    """Each shared set's claims (`per_set` drawn by response, seeded), each its own answer with
+    its own references: the claims `refcheck bench` checks."""
+    out = []
+    for name in DATASET_NAMES:
+        for example in subsample(load_dataset(name), per_set, seed=0):
+            references = tuple(
+                Reference(text=text, id=f"{example.example_id}-{k}")
+                for k, text in enumerate(example.references)
+            )
+            claim = Claim(text=example.claim)
+            out.append(
+                [
+                    CheckItem(
+                        claim=claim,
+                        references=references,
+                        request_id=example.example_id,
+                        claim_index=0,
+                    )
+                ]
+            )
     return out
 
 
@@ -194,8 +222,15 @@ def main() -> None:
         metavar="SPEC",
         help="with --pipeline-only: also time the pipeline with this checker, in turn",
     )
+    parser.add_argument(
+        "--workload",
+        choices=["expertqa", "labelled"],
+        default="expertqa",
+        help="with --pipeline-only: ExpertQA answers with other passages, or the labelled sets",
+    )
     args = parser.parse_args()
-    answers = workload(args.answers)
+    labelled = args.pipeline_only and args.workload == "labelled"
+    answers = labelled_workload(args.answers) if labelled else workload(args.answers)
     checker = EmbeddedChecker()
     checker.check_batch(answers[0])  # load the parameters outside the timing
     if args.pipeline_only:

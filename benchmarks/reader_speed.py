@@ -2,7 +2,7 @@
 beside the embedded checker on the same claims, in one run.
 
 The reader is the bundled MiniLM with a fresh 3-way head, exported as training exports it
-(fp16 folder): its weights do not change the compute, so the figures hold for a trained one.
+(int8 folder): its weights do not change the compute, so the figures hold for a trained one.
 The claims are the first `--claims` of a labelled set with their references, so the evidence
 (the embedded checker's best segments) is as long as real evidence. Also reported: the share
 of those claims the cascade `embedded[margin,T]>reader` sends to the reader.
@@ -70,7 +70,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         model, tokenizer = new_reader()
         folder = export(model, tokenizer, Path(scratch) / "reader", {"benchmark": True})
-        print(f"exported fp16 folder: {folder_megabytes(folder):.1f} MB")
+        print(f"exported int8 folder: {folder_megabytes(folder):.1f} MB")
 
         embedded = EmbeddedChecker()
         embedded.preload()
