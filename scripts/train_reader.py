@@ -5,6 +5,8 @@
     python scripts/train_reader.py --leave-one-set-out      # every fold, then the table
     python scripts/train_reader.py --max-steps 200          # stop at step 200; rerun to go on
     python scripts/train_reader.py --hold-out wice --score-now   # score the checkpoint so far
+    python scripts/train_reader.py --hold-out summedits --corrects-embedded --run R  # a reader
+        # that starts from the embedded checker's support logit and learns its corrections
     python scripts/train_reader.py --export refcheck_callbacks/check/reader/model
 
 A run lives in `$REFCHECK_TRAINING_DIR/RUN` (default `~/.cache/refcheck-training`, outside the
@@ -53,6 +55,7 @@ def _plans(
         labelled_per_set=args.labelled_per_set,
         synthetic_per_set=args.synthetic_per_set,
         hold_out_kinds=tuple(k for k in args.hold_out_kinds.split(",") if k),
+        corrects_embedded=args.corrects_embedded,
         seed=args.seed,
     )
     training = TrainPlan(
@@ -63,6 +66,7 @@ def _plans(
         seed=args.seed,
         checkpoint_every=args.checkpoint_every,
         threads=args.threads,
+        corrects_embedded=args.corrects_embedded,
     )
     return data, training
 
@@ -96,7 +100,7 @@ def run_once(
     data_plan, train_plan = _plans(args, held_out)
     _checked_plan(run, {"data": data_plan.model_dump(), "training": train_plan.model_dump()})
     examples = _examples(run, data_plan, ranker)
-    model, tokenizer = new_reader(train_plan.base, train_plan.seed)
+    model, tokenizer = new_reader(train_plan.base, train_plan.seed, train_plan.corrects_embedded)
     # --score-now: no training step (the checkpoint's step is past 0), only the weights it holds
     stop = 0 if args.score_now else args.max_steps
     result = train(train_plan, examples, model, tokenizer, run, stop)
@@ -167,6 +171,12 @@ def main() -> None:
         "--base",
         default=None,
         help="model folder to start from (default: bundled MiniLM; 'tiny' for a dry run)",
+    )
+    parser.add_argument(
+        "--corrects-embedded",
+        action="store_true",
+        help="train a reader that corrects the embedded checker's support logit "
+        "(check/reader/prior.py)",
     )
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=16)

@@ -12,6 +12,8 @@ the same sets' references, each with its evidence ranked as the checker will ran
   documents of the set that shares most words: a bounded search, so building stays linear in
   the data. Its sentence must share less than half its content words with the document read.
 - Evidence: the segments `EvidenceRanker` picks for the claim, as the checker picks them.
+- Prior (`corrects_embedded`): the embedded checker's support logit for the claim against the
+  same references (`reader.prior`), which a correcting reader starts from.
 
 A leave-one-set-out fold drops the held-out set and every group it shares with the others
 (BEGIN and FaithDial quote the same Wikipedia passages), so no text is on both sides.
@@ -33,6 +35,7 @@ from refcheck_callbacks.check.reader.inputs import (
     RankedReferences,
     evidence_input,
 )
+from refcheck_callbacks.check.reader.prior import SupportPrior
 from refcheck_callbacks.text.lexical import content_tokens
 from refcheck_callbacks.text.spans import sentence_spans
 from refcheck_callbacks.training.synthetic_pairs import (
@@ -50,6 +53,8 @@ TARGETS = {Label.ENTAILMENT: 0, Label.NEUTRAL: 1, Label.CONTRADICTION: 2}
 """Class index of each label (`reader.inputs.LABELS`)."""
 MAX_SENTENCE_WORDS = 60
 NEIGHBOUR_CANDIDATES = 8
+PRIOR_CHUNK = 256
+"""Pairs scored by the embedded checker at a time (its prepared documents stay bounded)."""
 
 
 class ReaderExample(BaseModel):
@@ -64,6 +69,8 @@ class ReaderExample(BaseModel):
     dataset: str
     kind: str
     """"labelled", or the synthetic kind (`synthetic_pairs.EDITS`)."""
+    prior: float | None = None
+    """The embedded checker's support logit (`reader.prior`), for a correcting reader."""
 
 
 class ReaderDataPlan(BaseModel):
@@ -78,6 +85,8 @@ class ReaderDataPlan(BaseModel):
     synthetic_per_set: int = 1500
     hold_out_kinds: tuple[str, ...] = ()
     """Synthetic kinds never generated (e.g. the planted edits' figure, date, name)."""
+    corrects_embedded: bool = False
+    """Give every pair the embedded checker's support logit (`ReaderExample.prior`)."""
     seed: int = 0
 
     def kinds(self) -> tuple[str, ...]:
@@ -149,10 +158,14 @@ def _other_sentence(document_words: set[str], sentences: list[str], rng: random.
     return ""
 
 
+Sourced = tuple[ReaderExample, list[str]]
+"""A training pair and the references it was drawn against."""
+
+
 def _synthetic(
     name: str, examples: list[LabelledExample], plan: ReaderDataPlan, evidence: _Evidence,
     rng: random.Random,
-) -> Iterator[ReaderExample]:  # fmt: skip
+) -> Iterator[Sourced]:  # fmt: skip
     documents: list[str] = []
     groups: list[str] = []
     seen: set[str] = set()
@@ -184,13 +197,14 @@ def _synthetic(
         )
         made = synthetic_claim(sentence, rng, kinds)
         if made is not None:
-            yield ReaderExample(
+            pair = ReaderExample(
                 evidence=evidence(made.claim, [documents[index]]),
                 claim=made.claim,
                 target=TARGETS[made.label],
                 dataset=name,
                 kind=made.kind,
             )
+            yield pair, [documents[index]]
 
 
 def build_examples(
@@ -202,7 +216,7 @@ def build_examples(
     excluded: set[str] = set()
     if plan.held_out is not None:
         excluded = {example.group for example in load_dataset(plan.held_out, root)}
-    built: list[ReaderExample] = []
+    built: list[Sourced] = []
     for name in plan.datasets:
         if name == plan.held_out:
             continue
@@ -211,17 +225,31 @@ def build_examples(
         for example in _sampled(labelled, plan.labelled_per_set, rng):
             target = target_of(example)
             assert target is not None
-            built.append(
-                ReaderExample(
-                    evidence=evidence(example.claim, example.references),
-                    claim=example.claim,
-                    target=target,
-                    dataset=name,
-                    kind="labelled",
-                )
+            pair = ReaderExample(
+                evidence=evidence(example.claim, example.references),
+                claim=example.claim,
+                target=target,
+                dataset=name,
+                kind="labelled",
             )
+            built.append((pair, list(example.references)))
         built += _synthetic(name, examples, plan, evidence, rng)
-    return built
+    if plan.corrects_embedded:
+        return _with_priors(built)
+    return [pair for pair, _ in built]
+
+
+def _with_priors(built: Sequence[Sourced]) -> list[ReaderExample]:
+    prior = SupportPrior()
+    out: list[ReaderExample] = []
+    for start in range(0, len(built), PRIOR_CHUNK):
+        chunk = built[start : start + PRIOR_CHUNK]
+        logits = prior.for_pairs([(pair.claim, references) for pair, references in chunk])
+        out += [
+            pair.model_copy(update={"prior": logit})
+            for (pair, _), logit in zip(chunk, logits, strict=True)
+        ]
+    return out
 
 
 def write_examples(examples: Sequence[ReaderExample], path: Path) -> None:

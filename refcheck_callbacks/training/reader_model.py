@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from refcheck_callbacks.check.nli.compact_weights import COMPACT_FILE, save_compact
 from refcheck_callbacks.check.reader.inputs import LABELS
+from refcheck_callbacks.check.reader.prior import TRAINING_FILE
 from refcheck_callbacks.embeddings.minilm import bundled_minilm_path
 from refcheck_callbacks.support.extras import require
 
@@ -34,13 +35,25 @@ TINY_CONFIG = {
     "initializer_range": 0.2,
 }
 ExportWeights = Literal["int8", "fp16"]
-TRAINING_FILE = "refcheck_reader.json"
-"""Beside the weights: how the reader was trained (the plan, the data, the step)."""
 
 
-def new_reader(base: str | None = None, seed: int = 0) -> tuple[Any, Any]:
+def new_reader(
+    base: str | None = None, seed: int = 0, corrects_embedded: bool = False
+) -> tuple[Any, Any]:
     """(model, tokenizer): `base` (a folder), the bundled MiniLM when None, or `TINY`; the
-    classification head (every weight, for `TINY`) is new, drawn from `seed`."""
+    classification head (every weight, for `TINY`) is new, drawn from `seed`. A correcting
+    reader's head starts at zero, so before training it reads as the embedded checker
+    (`reader.prior`)."""
+    model, tokenizer = _new_reader(base, seed)
+    if corrects_embedded:
+        torch = require("torch", "nli")
+        with torch.no_grad():
+            model.classifier.weight.zero_()
+            model.classifier.bias.zero_()
+    return model, tokenizer
+
+
+def _new_reader(base: str | None, seed: int) -> tuple[Any, Any]:
     transformers = require("transformers", "nli")
     require("torch", "nli").manual_seed(seed)
     transformers.utils.logging.disable_progress_bar()

@@ -7,7 +7,9 @@ depends only on the seed and s (each epoch is a seeded permutation), so a run st
 resumed ends with the same weights as one never stopped (tests/training check this).
 
 The loss reads the partial labels of `reader_data`: a class index is cross-entropy on that
-class; `NOT_SUPPORTED` is -log(P(neutral) + P(contradiction)), unsupported either way.
+class; `NOT_SUPPORTED` is -log(P(neutral) + P(contradiction)), unsupported either way. A
+correcting reader's logits are offset by each pair's prior first (`reader.prior.offset`), as
+the checker offsets them.
 Progress (step, loss, examples/s) goes to `progress.jsonl` in the run folder.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from refcheck_callbacks.check.reader.inputs import MAX_LENGTH
+from refcheck_callbacks.check.reader.prior import offset
 from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.training.reader_data import NOT_SUPPORTED, ReaderExample
 
@@ -51,6 +54,8 @@ class TrainPlan(BaseModel):
     seed: int = 0
     checkpoint_every: int = 50
     threads: int = 1
+    corrects_embedded: bool = False
+    """Offset the logits by each pair's prior (the pairs must carry one: `reader_data`)."""
 
 
 class TrainResult(BaseModel):
@@ -94,7 +99,11 @@ class _Batches:
         self.ids: list[list[int]] = encoded["input_ids"]
         self.types: list[list[int]] = encoded["token_type_ids"]
         self.targets = [e.target for e in examples]
+        self.offsets = [offset(e.prior or 0.0) for e in examples]
         self.pad = int(tokenizer.pad_token_id)
+
+    def offset(self, torch: Any, rows: Sequence[int]) -> Any:
+        return torch.tensor([self.offsets[r] for r in rows], dtype=torch.float32)
 
     def batch(self, torch: Any, rows: Sequence[int]) -> tuple[dict[str, Any], Any]:
         width = max(len(self.ids[r]) for r in rows)
@@ -153,6 +162,8 @@ def train(
     torch.manual_seed(plan.seed)
     run_dir.mkdir(parents=True, exist_ok=True)
     examples = fitting(tokenizer, examples, plan.max_length)
+    if plan.corrects_embedded and any(e.prior is None for e in examples):
+        raise ValueError("a correcting reader trains on pairs with a prior (corrects_embedded)")
     batches = _Batches(tokenizer, examples, plan.max_length)
     per_epoch = steps_per_epoch(len(examples), plan.batch_size)
     total = per_epoch * plan.epochs
@@ -185,7 +196,10 @@ def train(
             order = _order(plan, epoch, len(examples))
             rows = order[position * plan.batch_size : (position + 1) * plan.batch_size]
             inputs, targets = batches.batch(torch, rows)
-            loss = _loss(torch, model(**inputs).logits, targets)
+            logits = model(**inputs).logits
+            if plan.corrects_embedded:
+                logits = logits + batches.offset(torch, rows)
+            loss = _loss(torch, logits, targets)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()

@@ -13,6 +13,10 @@ Contradiction only, one pair per evidence segment, so the verdict cites the segm
 conflicts (the label rule: a Contradiction names its statement). The pipeline's conflict stage
 then holds it to the bar every 3-way model's Contradiction meets.
 
+A reader trained with `--corrects-embedded` (`reader.prior`) starts from the embedded
+checker's support logit and reads only what to change in it; its folder says so, and this
+checker then runs the embedded checker on the same claims for that logit.
+
 Like the embedded checker, it screens every claim with the stated-fact finder, so a figure,
 date or name that the references state otherwise is a Contradiction even where the reader
 read the claim as supported: a 6-layer reader trained on a few thousand pairs reads "voted on
@@ -41,6 +45,7 @@ from refcheck_callbacks.check.reader.inputs import (
     claim_input,
     evidence_input,
 )
+from refcheck_callbacks.check.reader.prior import SupportPrior, corrected, corrects_embedded
 from refcheck_callbacks.check.segments import Segment
 from refcheck_callbacks.errors import LabelSchemeError, ModelNotFoundError
 from refcheck_callbacks.support.logs import logger
@@ -100,6 +105,8 @@ class ReaderChecker(SyncChecker):
             )
         self.model_name = self.reader.model_name
         self.ranker = ranker or EvidenceRanker()
+        self.prior = SupportPrior() if corrects_embedded(model) else None
+        """For a reader trained to correct the embedded checker (`reader.prior`)."""
         self._stated_facts = StatedFactFinder()
 
     support_threshold = 0.5
@@ -119,6 +126,9 @@ class ReaderChecker(SyncChecker):
             [evidence_input(evidence[i]) for i in read],
             [claim_input(items[i].claim.text, items[i].question) for i in read],
         )
+        if self.prior is not None:
+            logits = self.prior.for_items([items[i] for i in read])
+            rows = [corrected(row, logit) for row, logit in zip(rows, logits, strict=True)]
         verdicts = [
             Verdict(label=Label.NEUTRAL, confidence=1.0, explanation="no reference text")
         ] * len(items)
@@ -142,7 +152,8 @@ class ReaderChecker(SyncChecker):
             confidence=probabilities[label],
             probabilities=probabilities,
             evidence=[segment_evidence(cited, item.references, probabilities[label])],
-            explanation=f"the reader read {len(segments)} evidence segment(s): {label.value}",
+            explanation=f"the reader{' correcting the embedded checker' if self.prior else ''} "
+            f"read {len(segments)} evidence segment(s): {label.value}",
         )
 
     def _conflicting_segment(self, item: CheckItem, segments: list[Segment]) -> Segment:
