@@ -50,6 +50,8 @@ def test_the_package_ships_a_reader_trained_on_every_set_in_int8() -> None:
     assert training["data"]["held_out"] is None
     assert sorted(training["data"]["datasets"]) == sorted(DATASET_NAMES)
     assert training["steps"] > 0 and training["examples"] > 0
+    # it corrects the embedded checker's support logit (docs/reader.md: it ranked better so)
+    assert reader_checker.corrects_embedded(SHIPPED)
     weights = SHIPPED / COMPACT_FILE
     assert weights.stat().st_size < 30e6  # the wheel's budget for it
     assert not (SHIPPED / "model.safetensors").exists()  # one set of weights
