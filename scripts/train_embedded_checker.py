@@ -4,6 +4,7 @@
     python scripts/train_embedded_checker.py --no-write # cross-validate only
     python scripts/train_embedded_checker.py --fold-honest  # also per-fold token tables
     python scripts/train_embedded_checker.py --record-only  # re-record the reference checks
+    python scripts/train_embedded_checker.py --leave-one-set-out  # a checker per held-out set
 
 Seeded and deterministic. Steps:
 1. Distil a static token table from the bundled MiniLM (PCA to 256 dimensions) and SIF token
@@ -24,6 +25,11 @@ Seeded and deterministic. Steps:
    claim to its best segment. `--fold-honest` also fits the token table per fold on the
    training part's texts only, so the test fold's texts are new to the table, as a user's are.
 4. Train on everything the same way and write `embedded_model.npz` / `.json`.
+5. `--leave-one-set-out`: for each set, a checker trained without it (and every group it shares
+   with the others), its token table fit without its texts, written to
+   build/embedded_checker/folds/without-SET.npz and scored on that set and its planted edits
+   the way the reader's folds are (`training.reader_evaluation.evaluate_fold`, the same claims):
+   the honest "before" of a leave-one-set-out comparison. The shipped parameters are untouched.
 Embeddings and features are cached in build/embedded_checker (gitignored).
 """
 
@@ -622,6 +628,44 @@ def write_reference_checks(fitted: bool) -> None:
     embedded_model.METADATA_PATH.write_text(json.dumps(metadata, indent=2) + "\n", "utf-8")
 
 
+def held_out_model(items: list[Item], held_out: str, tokenizer: Any, output: Path) -> None:
+    """Train and write the checker of a leave-one-set-out fold: no example of `held_out` and
+    none sharing a group with it (synthetic claims carry their source's group), the token
+    table fit on the remaining texts only, as `--fold-honest` fits it (the table and the
+    features are cached, so a fold trains again in about a minute)."""
+    excluded = {item.group for item in items if item.dataset == held_out}
+    kept = [item for item in items if item.group not in excluded]
+    arrays = static_arrays(items, tokenizer, kept)
+    x = featurise(kept, StaticEmbeddings.from_arrays(arrays, tokenizer), arrays)
+    model = train(x, kept, np.arange(len(FEATURE_NAMES)))
+    counts = {name: sum(item.dataset == name for item in kept) for name in DATASET_NAMES}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    save_model(
+        model,
+        arrays,
+        {"seed": SEED, "dimensions": DIMENSIONS, "held_out": held_out, "trained_on": counts},
+        path=output,
+        metadata_path=output.with_suffix(".json"),
+    )
+    log.info("wrote %s, trained without %s", output, held_out)
+
+
+def leave_one_set_out(items: list[Item], tokenizer: Any, limit: int) -> str:
+    """Each set scored by the checker trained without it (`held_out_model`); the table."""
+    from refcheck_callbacks.training.reader_evaluation import evaluate_fold, markdown_table
+
+    scores = []
+    for name in DATASET_NAMES:
+        path = CACHE / "folds" / f"without-{name}.npz"
+        held_out_model(items, name, tokenizer, path)
+        checkers = {"embedded, without the set": EmbeddedChecker(model_path=path)}
+        scores += evaluate_fold(name, checkers, limit=limit, seed=SEED)
+        log.info("scored the fold without %s", name)
+    table = markdown_table(scores)
+    (CACHE / "folds" / "leave-one-set-out.md").write_text(table + "\n", encoding="utf-8")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="cross-validate only")
@@ -637,6 +681,13 @@ def main() -> None:
         help="train nothing: re-record the shipped parameters' reference checks and the "
         "environment they were recorded in (after a change to inference arithmetic)",
     )
+    parser.add_argument(
+        "--leave-one-set-out",
+        action="store_true",
+        help="train a checker without each set in turn and score it on that set (at most "
+        "--eval-limit claims, as the reader's folds); the shipped parameters untouched",
+    )
+    parser.add_argument("--eval-limit", type=int, default=1000)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.record_only:
@@ -646,6 +697,9 @@ def main() -> None:
     real = load_items()
     items = real + synthetic_contradictions(real, limit=SYNTHETIC)
     tokenizer = load_tokenizer(bundled_minilm_path())
+    if args.leave_one_set_out:
+        print(leave_one_set_out(items, tokenizer, args.eval_limit))
+        return
 
     def features_with(fit_on: list[Item] | None) -> tuple[Any, dict[str, Any]]:
         arrays = static_arrays(items, tokenizer, fit_on)
