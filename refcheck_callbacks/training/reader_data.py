@@ -120,6 +120,29 @@ class _Evidence:
         return evidence_input(self.ranker.best(claim, self._prepared))
 
 
+def labelled_pair(example: LabelledExample, evidence: _Evidence) -> ReaderExample | None:
+    """The training pair of a labelled claim; None when gold says nothing usable."""
+    target = target_of(example)
+    if target is None:
+        return None
+    return ReaderExample(
+        evidence=evidence(example.claim, example.references),
+        claim=example.claim,
+        target=target,
+        dataset=example.dataset,
+        kind="labelled",
+    )
+
+
+def labelled_pairs(
+    examples: Sequence[LabelledExample], ranker: EvidenceRanker
+) -> list[ReaderExample]:
+    """The training pairs of labelled claims, in order, each with its ranked evidence."""
+    evidence = _Evidence(ranker)
+    pairs = (labelled_pair(example, evidence) for example in examples)
+    return [pair for pair in pairs if pair is not None]
+
+
 def _sampled(items: list[LabelledExample], limit: int, rng: random.Random) -> list[LabelledExample]:
     if len(items) <= limit:
         return items
@@ -223,15 +246,8 @@ def build_examples(
         examples = [e for e in load_dataset(name, root) if e.group not in excluded]
         labelled = [e for e in examples if target_of(e) is not None]
         for example in _sampled(labelled, plan.labelled_per_set, rng):
-            target = target_of(example)
-            assert target is not None
-            pair = ReaderExample(
-                evidence=evidence(example.claim, example.references),
-                claim=example.claim,
-                target=target,
-                dataset=name,
-                kind="labelled",
-            )
+            pair = labelled_pair(example, evidence)
+            assert pair is not None
             built.append((pair, list(example.references)))
         built += _synthetic(name, examples, plan, evidence, rng)
     if plan.corrects_embedded:
