@@ -10,7 +10,8 @@ does it even fit the half it was trained on? The answer is the AUROC of the mode
 P(entailment) on both halves: read through `nli:PATH`, one pair per claim, with no stated-fact
 screen, so it measures the reading alone.
 
-The run folder (`$REFCHECK_TRAINING_DIR/learnability-SET`) resumes like any training run.
+The run folder (`$REFCHECK_TRAINING_DIR/learnability-SET`, or `--run`) resumes like any
+training run; other settings need another `--run`, as `scripts/train_reader.py` does.
 """
 
 from __future__ import annotations
@@ -78,11 +79,12 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run", help="run folder name under the cache (default: learnability-SET)")
     args = parser.parse_args()
     trained, held_out = halves(load_dataset(args.dataset), args.seed)
     ranker = EvidenceRanker()
     train_pairs = labelled_pairs(subsample(trained, args.limit, args.seed), ranker)
-    run = CACHE / f"learnability-{args.dataset}"
+    run = CACHE / (args.run or f"learnability-{args.dataset}")
     plan = TrainPlan(
         epochs=args.epochs, learning_rate=args.learning_rate, threads=args.threads, seed=args.seed
     )
