@@ -10,12 +10,14 @@ means something else on another checker's scores.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from refcheck_callbacks.check.calibration.points import DecisionPoints
+from refcheck_callbacks.check.calibration.rates import RateFit, RateName
 from refcheck_callbacks.errors import CalibrationError, CalibrationMismatchError
 
 
@@ -128,8 +130,18 @@ class Calibration(BaseModel):
     data: DataSize
     cross_validated: CrossValidated | None = None
     """None when the data has too few responses to hold any out."""
+    rates: dict[RateName, RateFit] = Field(default_factory=dict)
+    """The checker's flag rates on audit labels, per rate (`rates`): what a prevalence
+    estimate adjusts the raw flag share by. Empty without audit labels (uncalibrated)."""
     source: str | None = Field(default=None, exclude=True)
     """Where it was read from, for messages; not written."""
+
+    @property
+    def id(self) -> str:
+        """A short digest of what this calibration decides (checker, points, rates, when it
+        was made): low-cardinality, so results and gauges can say which one they used."""
+        content = self.model_dump_json(include={"checker", "points", "rates", "created_at"})
+        return hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
 
     def verify(self, actual: CheckerIdentity) -> None:
         """`CalibrationMismatchError` unless this calibration was fitted for `actual`."""
