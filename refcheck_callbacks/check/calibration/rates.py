@@ -13,14 +13,14 @@ checked file). The estimator itself lives beside it.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from refcheck_callbacks.types import Label, Verdict
 
 
-class RateName(StrEnum):
+class RateName(str, Enum):
     """The two rates a dashboard shows: a claim is of the hallucination rate's kind when it is
     not supported (Neutral or Contradiction), of the contradiction rate's when it is
     contradicted."""
