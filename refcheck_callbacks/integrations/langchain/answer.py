@@ -38,9 +38,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
 from refcheck_callbacks.integrations.langchain import outputs as read
+from refcheck_callbacks.integrations.shared.user_input import answer_field
 
-ANSWER_KEYS = ("answer", "generation", "output", "response", "result", "final_answer", "text")
-"""What apps and tutorials call the answer field, where a structured answer has several."""
 MAX_JSON_CHARS = 1 << 16
 """JSON text longer than this is not read as a structured answer (parsed on the app's thread)."""
 MAX_CITATIONS = 64
@@ -78,26 +77,6 @@ def fields_of(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, Mapping):
         return value
     return None
-
-
-def _is_prose(value: Any) -> bool:
-    return isinstance(value, str) and len(value.split(None, 1)) > 1
-
-
-def answer_field(fields: Mapping[str, Any], question: str | None = None) -> str | None:
-    """The key of the answer field among `fields` (see the module): the one holding prose;
-    with several, the first under a conventional key, else the longest; with none, a
-    one-word text under a conventional key. None when there is none: a label alone under
-    another key (`{"binary_score": "yes"}`) is a decision. A value equal to the user's
-    `question` is not the answer."""
-    prose = [k for k, v in fields.items() if _is_prose(v) and v != question]
-    if len(prose) == 1:
-        return prose[0]
-    for key in ANSWER_KEYS:
-        value = fields.get(key)
-        if (key in prose or not prose) and isinstance(value, str) and value and value != question:
-            return key
-    return max(prose, key=lambda k: len(fields[k])) if prose else None
 
 
 def _citation(item: Any) -> Any:

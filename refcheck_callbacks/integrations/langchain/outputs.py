@@ -227,9 +227,10 @@ def messages_in(value: Any) -> list[Any] | None:
     return value if is_messages(value) else None
 
 
-def question_in(value: Any) -> str | None:
+def question_in(value: Any, reached: str | None = None) -> str | None:
     """The user's question in a run input: the text itself, the last human message of a
-    message list (the turn being answered), or the one text value of a dict."""
+    message list (the turn being answered), or a dict's user text (`text_field`; `reached`:
+    the query the run's first retriever was given)."""
     if isinstance(value, str):
         return value or None
     if isinstance(value, BaseMessage):
@@ -237,7 +238,7 @@ def question_in(value: Any) -> str | None:
     messages = messages_in(value)
     if messages is not None:
         return last_message_text(messages, "human")
-    return text_field(value) if isinstance(value, Mapping) else None
+    return text_field(value, reached) if isinstance(value, Mapping) else None
 
 
 def message_text(content: Any) -> str:

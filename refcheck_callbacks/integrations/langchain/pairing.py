@@ -56,7 +56,7 @@ documents is spent there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,13 +67,20 @@ from refcheck_callbacks.integrations.langchain import references
 from refcheck_callbacks.integrations.langchain.answer import NO_ANSWER, Found
 from refcheck_callbacks.integrations.langchain.parked import ParkedClaim
 from refcheck_callbacks.integrations.langchain.references import FALLBACK_KEY, tool_results
+from refcheck_callbacks.integrations.langchain.sources import (
+    SAW_CHECK_DOCUMENTS,
+    built_from,
+    digests,
+    saw_context,
+    shows_any,
+)
+from refcheck_callbacks.integrations.shared import overlap
 from refcheck_callbacks.integrations.langchain.run import (
     IN_ANSWER,
     IN_RETRIEVER,
     Generation,
     RootRun,
 )
-from refcheck_callbacks.integrations.shared import prompt_match
 
 __all__ = ["FALLBACK_KEY", "AnswerOptions", "CapturedAnswer", "answer_options"]
 
@@ -87,46 +94,6 @@ CITED_KEY = "refcheck.cited_references"
 structured answer's citations point at."""
 EARLIER_TURNS_KEY = "refcheck.references_from_earlier_turns"
 """Request metadata: how many references came from earlier turns of the conversation."""
-_SAW_CHECK_DOCUMENTS = 20
-"""Documents tried per generation when telling which one saw the context."""
-
-
-# -- prompts ---------------------------------------------------------------------------------
-
-
-def _texts(documents: Iterable[Any]) -> Iterable[str]:
-    for document in documents:
-        text = getattr(read.document_of(document), "page_content", document)
-        if isinstance(text, str):
-            yield text
-
-
-def shows_any(generation: Generation, documents: Sequence[Any]) -> bool:
-    """Whether a generation's prompt shows one of `documents` (the first few tried)."""
-    if not documents:
-        return False
-    return prompt_match.any_in_prompt(_texts(documents[:_SAW_CHECK_DOCUMENTS]), generation.prompt)
-
-
-def saw_context(generation: Generation, documents: Sequence[Any]) -> bool:
-    """Whether a generation's prompt holds a tool result or one of `documents`."""
-    return bool(tool_results(generation.inputs)) or shows_any(generation, documents)
-
-
-def built_from(generation: Generation, generations: Sequence[Generation]) -> list[Generation]:
-    """`generation` and the generations whose output its prompt shows, and theirs in turn: the
-    prompts an answer was built from (a RAG chain inside an agent's tool wrote the tool result
-    the agent's prompt shows). A judge, shown the answer, is never among them."""
-    sources = [generation]
-    pending = [g for g in generations if g is not generation and not g.asks_tools]
-    index = 0
-    while index < len(sources) and pending:
-        prompt = sources[index].prompt
-        shown = [g for g in pending if prompt.shows(g.text)]
-        sources.extend(shown)
-        pending = [g for g in pending if g not in shown]
-        index += 1
-    return sources
 
 
 # -- answer ----------------------------------------------------------------------------------
@@ -268,12 +235,12 @@ def question_of(state: RootRun, question_key: str | None, end_inputs: Any) -> st
     override = state.override.get("question")
     if override is not None:
         return str(override)
-    question = read.question_in(state.input_question)
+    question = read.question_in(state.input_question, state.query)
     if question is None and end_inputs is not None:
         # Streaming runs report their input only when they end.
         if question_key is not None:
             end_inputs = read.value_at(end_inputs, question_key)
-        question = read.question_in(end_inputs)
+        question = read.question_in(end_inputs, state.query)
     return question
 
 
@@ -332,13 +299,16 @@ class CapturedAnswer(Pairing):
             # show them (a query rewrite) leaves them to the answer that does. Another answer
             # may have taken them first.
             parked = self.parked.take()
+        own = [*self.documents, *self.extra_documents, *searched, *parked]
         sources = [] if generation is None else built_from(generation, self.answer.everything)
+        context = [*own[:SAW_CHECK_DOCUMENTS], *self.earlier[:SAW_CHECK_DOCUMENTS]]
         selected = references.select(
-            [*self.documents, *self.extra_documents, *searched, *parked],
+            own,
             self.earlier,
             self.documents,
             sources,
             self.chosen,
+            digests(sources, self.answer.everything, context),
         )
         if not selected.references:
             return None
@@ -351,6 +321,7 @@ class CapturedAnswer(Pairing):
             metadata[CITED_KEY] = references.cited(found.citations, selected.references)
         if selected.earlier:
             metadata[EARLIER_TURNS_KEY] = selected.earlier
+        metadata.update(overlap.left_out(selected.contained))
         model = None if generation is None else generation.model
         response_id = None if generation is None else generation.response_id
         return Paired(found.text, selected.references, model, response_id, metadata or None)

@@ -13,14 +13,14 @@ a document of both counts as the run's own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain.run import Generation
-from refcheck_callbacks.integrations.shared import prompt_match
+from refcheck_callbacks.integrations.shared import overlap, prompt_match
 
 FALLBACK_KEY = "refcheck.references_fallback"
 """Request metadata set when the answering prompt could not be read, so the references are
@@ -40,10 +40,14 @@ class Unique:
     def __init__(self) -> None:
         self.by_text: dict[str, dict[str, Any]] = {}
 
+    @staticmethod
+    def key(reference: dict[str, Any]) -> str:
+        text = reference["text"]
+        return prompt_match.normalize(text) if isinstance(text, str) else repr(text)
+
     def add(self, reference: dict[str, Any]) -> bool:
         """Whether `reference` is new."""
-        text = reference["text"]
-        key = prompt_match.normalize(text) if isinstance(text, str) else repr(text)
+        key = self.key(reference)
         seen = self.by_text.get(key)
         if seen is None:
             self.by_text[key] = reference
@@ -65,17 +69,22 @@ def unique(documents: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 class Selected:
-    """An answer's references, the fallback taken (`FALLBACK_KEY`) if any, and how many came
-    from earlier turns of its conversation."""
+    """An answer's references, the fallback taken (`FALLBACK_KEY`) if any, how many came from
+    earlier turns of its conversation, and how many documents shown were left out as lying
+    inside another reference (`overlap`)."""
 
-    __slots__ = ("earlier", "fallback", "references")
+    __slots__ = ("contained", "earlier", "fallback", "references")
 
     def __init__(
-        self, references: list[dict[str, Any]], fallback: str | None = None, earlier: int = 0
+        self,
+        references: list[dict[str, Any]],
+        fallback: str | None = None,
+        earlier: Collection[str] = (),
     ) -> None:
-        self.references = references
+        """`earlier`: the keys (`Unique.key`) of the references from earlier turns."""
+        self.references, self.contained = overlap.distinct(references)
         self.fallback = fallback
-        self.earlier = earlier
+        self.earlier = sum(Unique.key(r) in earlier for r in self.references)
 
 
 def select(
@@ -84,10 +93,12 @@ def select(
     retrieved: Sequence[Any],
     sources: Sequence[Generation],
     chosen: Sequence[Any] | None,
+    generated: Sequence[Generation] = (),
 ) -> Selected:
     """The references of an answer built from the prompts of `sources` (the answering
     generation first; none when no generation answered); `own` and `earlier` are the two
-    groups of candidates, `retrieved` the outermost retrievers' documents (for the fallback)."""
+    groups of candidates, `retrieved` the outermost retrievers' documents (for the fallback),
+    `generated` the generations whose output those prompts show as context (`sources`)."""
     if chosen is not None:
         return Selected(unique(chosen if isinstance(chosen, list | tuple) else [chosen]))
     tools = [m for g in sources for m in tool_results(g.inputs)]
@@ -107,11 +118,12 @@ def select(
     shown = [False] * len(candidates)
     for prompt in prompts:
         shown = [a or b for a, b in zip(shown, prompt.shown(texts), strict=True)]
+    _enough_of_earlier(candidates, shown, prompts)
     found = Unique()
-    earlier_count = 0
+    from_earlier: set[str] = set()
     for (reference, later), is_shown in zip(candidates, shown, strict=True):
         if is_shown and found.add(reference) and later:
-            earlier_count += 1
+            from_earlier.add(Unique.key(reference))
     texts_shown = [r["text"] for r in found.references()]
     written = [g.text for g in sources[1:]]
     for message in tools:
@@ -121,7 +133,37 @@ def select(
         if any(prompt_match.in_prompt(text, content) for text in written):
             continue  # a generation's output (a RAG tool's answer): its documents count
         found.add(_tool_reference(message, content))
-    return Selected(found.references(), None, earlier_count)
+    for generation in generated:
+        found.add(generated_reference(generation))
+    return Selected(found.references(), None, from_earlier)
+
+
+def _enough_of_earlier(
+    candidates: Sequence[tuple[dict[str, Any], bool]],
+    shown: list[bool],
+    prompts: Sequence[prompt_match.Prompt],
+) -> None:
+    """An earlier turn's document counts only where a prompt shows enough of its text to
+    check against (`overlap.SHOWN_SHARE`), not a few words a summary kept of it: the shown
+    flags of those that fall short are cleared."""
+    earlier = [i for i, (_, later) in enumerate(candidates) if later and shown[i]]
+    if not earlier:
+        return
+    texts = [candidates[i][0]["text"] for i in earlier]
+    best = [0.0] * len(earlier)
+    for prompt in prompts:
+        for position, share in enumerate(overlap.shares(texts, prompt.canonical)):
+            best[position] = max(best[position], 1.0 if share is None else share)
+    for index, share in zip(earlier, best, strict=True):
+        shown[index] = share >= overlap.SHOWN_SHARE
+
+
+def generated_reference(generation: Generation) -> dict[str, Any]:
+    """A generation's output as a reference (a summary the answering model was shown)."""
+    metadata: dict[str, Any] = {"generated": True}
+    if generation.model:
+        metadata["model"] = generation.model
+    return {"text": generation.text, "id": None, "score": None, "metadata": metadata}
 
 
 def _tool_reference(message: ToolMessage, content: str) -> dict[str, Any]:

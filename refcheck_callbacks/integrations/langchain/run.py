@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.documents import Document
+from langchain_core.messages import ToolMessage
 
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.shared.prompt_match import Prompt
@@ -39,6 +40,7 @@ class Generation:
 
     __slots__ = (
         "_prompt",
+        "_tool_prompt",
         "asks_tools",
         "flags",
         "generation",
@@ -69,6 +71,7 @@ class Generation:
         arguments (`with_structured_output`), never an answer as text."""
         self.text: str = generation.text
         self._prompt: Prompt | None = None
+        self._tool_prompt: Prompt | None = None
 
     @property
     def message(self) -> Any:
@@ -88,6 +91,18 @@ class Generation:
             )
             self._prompt = Prompt("\n".join(parts))
         return self._prompt
+
+    @property
+    def tool_prompt(self) -> Prompt:
+        """The tool results of its prompt, read for matching (empty when it has none): where
+        a tool's own model wrote what this one was shown (see `sources`). Read once, in the
+        worker."""
+        if self._tool_prompt is None:
+            results = [m for m in self.inputs if isinstance(m, ToolMessage)] if isinstance(
+                self.inputs, list
+            ) else []
+            self._tool_prompt = Prompt("\n".join(read.content_of(m) or "" for m in results))
+        return self._tool_prompt
 
     @property
     def model(self) -> str | None:

@@ -22,7 +22,10 @@ from llama_index.core.base.response.schema import (
 from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.instrumentation.events.llm import LLMChatStartEvent, LLMCompletionStartEvent
 from llama_index.core.instrumentation.events.query import QueryEndEvent, QueryStartEvent
-from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+from llama_index.core.instrumentation.events.retrieval import (
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+)
 from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.workflow import Workflow
@@ -50,6 +53,7 @@ _UNNAMED_MODEL = "unknown"
 """`LLMMetadata.model_name` of LLMs that do not say which model they are."""
 _HANDLED = frozenset(
     {
+        RetrievalStartEvent,
         RetrievalEndEvent,
         QueryStartEvent,
         QueryEndEvent,
@@ -93,6 +97,9 @@ class _Query:
     workflow: bool = False
     """The root is a workflow run (an agent): its result is the answer, its start event
     holds the question."""
+    start: dict[str, Any] | None = None
+    """A workflow's start event fields, while they leave the question open (several text
+    fields, none named as one): the one the first retrieval or query is given decides."""
     answer: str | _Stream | None = None
     override: dict[str, Any] = field(default_factory=dict)
     """What the app said with `override_pairing`."""
@@ -172,7 +179,9 @@ class QueryCapture:
             query = _Query(trace_context=current_trace_context(), tags=dict(tags or {}))
             if isinstance(instance, Workflow):
                 query.workflow = True
-                query.question = pairing.question_of_start(arguments.get("start_event"))
+                fields = pairing.start_fields(arguments.get("start_event"))
+                query.question = pairing.question_of_start(fields)
+                query.start = fields if query.question is None and fields else None
             else:
                 query.question = pairing.question_of(
                     arguments.get("message", arguments.get("query"))
@@ -225,9 +234,16 @@ class QueryCapture:
             query.trace_context = current_trace_context() or query.trace_context
         if kind is RetrievalEndEvent:
             query.nodes.extend(event.nodes)
-        elif kind is QueryStartEvent:
-            if query.question is None and not query.workflow:
-                query.question = pairing.question_of(event.query)
+        elif kind is RetrievalStartEvent or kind is QueryStartEvent:
+            asked = event.str_or_query_bundle if kind is RetrievalStartEvent else event.query
+            if query.start is not None:
+                # The workflow's first retrieval or query: the start field it was given.
+                reached = pairing.question_of(asked)
+                fields, query.start = query.start, None
+                if isinstance(reached, str):
+                    query.question = pairing.question_of_start(fields, reached)
+            elif kind is QueryStartEvent and query.question is None and not query.workflow:
+                query.question = pairing.question_of(asked)
         elif kind is QueryEndEvent or kind is SynthesizeEndEvent:
             self._answered(root, query, event.response)
         elif kind is PairingOverrideEvent:

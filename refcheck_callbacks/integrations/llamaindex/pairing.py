@@ -19,15 +19,16 @@ question is the user's input.**
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import BaseNode
 
 from refcheck_callbacks.contract.answers import Paired, Pairing
+from refcheck_callbacks.integrations.shared import overlap
 from refcheck_callbacks.integrations.shared.user_input import text_field
 
 
@@ -44,13 +45,38 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def question_of_start(start_event: Any) -> str | None:
-    """The user's input in a workflow's start event (its fields as the app passed them)."""
+def start_fields(start_event: Any) -> dict[str, Any]:
+    """A workflow start event's fields: those a custom start event declares, and those the
+    app passed (`run(**kwargs)` builds the event from its keyword arguments)."""
     items = getattr(start_event, "items", None)
-    if items is None:
+    if not callable(items):
+        return {}
+    declared = getattr(type(start_event), "model_fields", None) or {}
+    return {**{name: getattr(start_event, name, None) for name in declared}, **dict(items())}
+
+
+def _last_user_message(value: Any) -> str | None:
+    """The text of the last user message of a list of chat messages (a chat history)."""
+    if not isinstance(value, list):
         return None
-    fields = dict(items())
-    return _text(fields.get("user_msg")) or text_field(fields)
+    for message in reversed(value):
+        if isinstance(message, ChatMessage) and message.role == MessageRole.USER:
+            return message.content
+    return None
+
+
+def question_of_start(fields: Mapping[str, Any], reached: str | None = None) -> str | None:
+    """The user's input in a workflow's start event: `user_msg`, else the last user message
+    of a chat-message field, else its user text field (`text_field`: one text field, else a
+    conventional or query-like name, else the one whose value `reached` the workflow's first
+    retrieval or query)."""
+    question = _text(fields.get("user_msg"))
+    if question:
+        return question
+    for value in fields.values():
+        if (question := _last_user_message(value)) is not None:
+            return question
+    return text_field(fields, reached)
 
 
 def answer_of_result(result: Any) -> str | None:
@@ -124,4 +150,6 @@ class CapturedQuery(Pairing):
     def pair(self) -> Paired:
         if self.chosen is not None:
             return Paired(self.answer, given_references(self.chosen), self.model)
-        return Paired(self.answer, references(self.retrieved, self.shown), self.model)
+        # A node whose text lies inside another reference is the same evidence (`overlap`).
+        kept, contained = overlap.distinct(references(self.retrieved, self.shown))
+        return Paired(self.answer, kept, self.model, metadata=overlap.left_out(contained) or None)

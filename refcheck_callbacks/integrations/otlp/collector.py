@@ -69,6 +69,10 @@ class TraceCollector:
         """Export requests refused, by `RejectReason` (spans, for `bad_span_id`)."""
         self.not_forwarded: Counter[str] = Counter()
         """Export requests `--forward` did not pass on, by `ForwardReason`."""
+        self.paired: Counter[str] = Counter()
+        """Traces paired, by where their references came from: "documents" (retrieved ones
+        the answering prompt shows) or "prompt" (the context the prompt carries, no
+        retrieved document having reached it: `prompt_context`)."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
@@ -127,6 +131,10 @@ class TraceCollector:
         with self._lock:
             self.traces[outcome] += 1
 
+    def _count_paired(self, source: str) -> None:
+        with self._lock:
+            self.paired[source] += 1
+
     def _drop(self, trace: OpenTrace, reason: DropReason) -> None:
         self._count(reason.value)
         self.sink.dropped(reason)
@@ -135,7 +143,7 @@ class TraceCollector:
         root = trace.root
         assert root is not None, "a complete trace has its root"
         try:
-            shape = shape_of(trace)
+            shape = shape_of(trace, self._count_paired)
         except Exception:  # a hostile trace must not stop the sweeper
             logger.exception("refcheck collect: reading trace %s failed", trace.trace_id)
             self._count(ErrorReason.TRACE_PAIRING.value)
@@ -196,6 +204,7 @@ class TraceCollector:
                     "given_up": spans.given_up,
                 },
                 "traces": dict(self.traces),
+                "paired": dict(self.paired),
                 "rejected_requests": dict(self.rejected),
                 "not_forwarded": dict(self.not_forwarded),
             }

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from refcheck_callbacks.integrations.otlp import serialized
 from refcheck_callbacks.integrations.otlp.decode import ReceivedSpan
-from refcheck_callbacks.integrations.shared.user_input import text_field
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _INDEXED = re.compile(r"^(?P<prefix>[a-z_.]+?)\.(?P<index>\d+)\.(?P<rest>.+)$")
@@ -68,6 +68,13 @@ class SpanView:
     """The user's text among the span's input (a chain's input, the last user message)."""
     output: str | None = None
     """The span's output, when it is text."""
+    output_value: Any = None
+    """The span's output as parsed, when it is not text (a chain's output dict, a graph's
+    final state): its answer is read once the question is known (`serialized.answer_in`)."""
+    tool_results: list[str] = field(default_factory=list)
+    """The model call's prompt messages that are tool results."""
+    template: dict[str, str] | None = None
+    """The text variables of the prompt template this span rendered."""
     model: str | None = None
     response_id: str | None = None
 
@@ -100,13 +107,24 @@ def read(span: ReceivedSpan) -> SpanView:
 def _openinference(view: SpanView, attributes: Mapping[str, Any]) -> None:
     view.convention = "openinference"
     kind = str(attributes.get("openinference.span.kind", "")).upper()
-    view.input = _user_text(attributes.get("input.value"), attributes.get("input.mime_type"))
-    view.output = _user_text(attributes.get("output.value"), attributes.get("output.mime_type"))
+    given = _parsed(attributes.get("input.value"), attributes.get("input.mime_type"))
+    _set_output(view, _parsed(attributes.get("output.value"), attributes.get("output.mime_type")))
+    view.input = serialized.question_in(given)
     indexed = _indexed(attributes)
+    variables = _json(attributes.get("llm.prompt_template.variables"))
+    if isinstance(variables, Mapping):
+        view.template = _text_values(variables)
+    if kind not in _LLM_KINDS and kind not in _RETRIEVAL_KINDS:
+        view.documents = _state_documents(given, view.output_value)
     if kind in _LLM_KINDS:
         view.is_llm = True
         messages = indexed.get("llm.input_messages", {})
         view.prompt = [t for i in sorted(messages) if (t := _oi_message(messages[i]))]
+        view.tool_results = [
+            t
+            for i in sorted(messages)
+            if messages[i].get("message.role") == "tool" and (t := _oi_message(messages[i]))
+        ]
         view.prompt = view.prompt or _oi_prompts(attributes, indexed)
         outputs = indexed.get("llm.output_messages", {})
         texts = [t for i in sorted(outputs) if (t := _oi_message(outputs[i]))]
@@ -185,11 +203,15 @@ def _openllmetry(view: SpanView, attributes: Mapping[str, Any]) -> None:
     view.convention = "openllmetry"
     entity_input = _json(attributes.get("traceloop.entity.input"))
     entity_output = _json(attributes.get("traceloop.entity.output"))
-    if isinstance(entity_input, Mapping):
-        view.input = _plain_text(entity_input.get("inputs"))
+    given = entity_input.get("inputs") if isinstance(entity_input, Mapping) else None
+    outputs = entity_output.get("outputs") if isinstance(entity_output, Mapping) else None
+    view.input = serialized.question_in(given)
+    _set_output(view, outputs)
     if isinstance(entity_output, Mapping):
-        view.output = _plain_text(entity_output.get("outputs"))
         view.documents = list(_openllmetry_documents(entity_output.get("documents")))
+    view.documents += _state_documents(given, outputs)
+    if serialized.is_prompt_value(outputs) and isinstance(given, Mapping):
+        view.template = _text_values(given)  # a prompt template's variables
     indexed = _indexed(attributes)
     prompts = indexed.get("gen_ai.prompt", {})
     completions = indexed.get("gen_ai.completion", {})
@@ -197,6 +219,11 @@ def _openllmetry(view: SpanView, attributes: Mapping[str, Any]) -> None:
     if prompts or completions or request_type in _LLM_REQUEST_TYPES:
         view.is_llm = True
         view.prompt = [t for i in sorted(prompts) if (t := _text(prompts[i].get("content")))]
+        view.tool_results = [
+            t
+            for i in sorted(prompts)
+            if prompts[i].get("role") == "tool" and (t := _text(prompts[i].get("content")))
+        ]
         texts = [t for i in sorted(completions) if (t := _text(completions[i].get("content")))]
         view.generated = texts[-1] if texts else None
 
@@ -234,6 +261,8 @@ def _genai(view: SpanView, attributes: Mapping[str, Any]) -> None:
     if isinstance(outputs, list):
         texts = [_genai_text(m) for m in outputs if isinstance(m, Mapping)]
         view.output = view.output or next((t for t in reversed(texts) if t), None)
+        if view.output is not None:
+            view.output_value = None
     if not is_llm:
         if view.documents or inputs is not None or outputs is not None:
             view.convention = view.convention or "genai"
@@ -245,7 +274,10 @@ def _genai(view: SpanView, attributes: Mapping[str, Any]) -> None:
     for message in inputs if isinstance(inputs, list) else ():
         if isinstance(message, Mapping):
             prompt.append(_genai_text(message))
+            if message.get("role") == "tool":
+                view.tool_results.append(_genai_text(message))
     view.prompt = [t for t in prompt if t]
+    view.tool_results = [t for t in view.tool_results if t]
     view.generated = view.output
 
 
@@ -320,22 +352,28 @@ def _dumps(value: Any) -> str:
         return ""
 
 
-def _user_text(value: Any, mime_type: Any) -> str | None:
-    """A span's input or output as the user's text: plain text, or the text of JSON."""
+def _parsed(value: Any, mime_type: Any) -> Any:
+    """A span's input or output value: its text, or the value its JSON holds."""
     if not isinstance(value, str) or not value:
         return None
-    if mime_type != "application/json":
-        return value
-    return _plain_text(_json(value))
+    return _json(value) if mime_type == "application/json" else value
 
 
-def _plain_text(value: Any) -> str | None:
-    """Text, or the one text field of a mapping (a chain's named inputs or outputs)."""
+def _set_output(view: SpanView, value: Any) -> None:
     if isinstance(value, str):
-        return value or None
-    if isinstance(value, Mapping):
-        return text_field(value)
-    return None
+        view.output = value or None
+    elif value is not None:
+        view.output_value = value
+
+
+def _text_values(fields: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): v for k, v in fields.items() if isinstance(v, str) and v}
+
+
+def _state_documents(*values: Any) -> list[Document]:
+    """The documents a chain's (a graph node's) input and output hold, as LangChain's
+    instrumentations serialize them (`serialized`): a graph's state keeps its documents."""
+    return [Document(text, doc_id) for value in values for text, doc_id in serialized.documents(value)]
 
 
 def views(spans: Iterable[ReceivedSpan]) -> list[SpanView]:

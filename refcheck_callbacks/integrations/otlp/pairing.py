@@ -19,13 +19,21 @@ worker (`TracePairing.pair`), after sampling, never on the receiver's request pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from refcheck_callbacks.contract.answers import Paired, Pairing
+from refcheck_callbacks.integrations.otlp import serialized
 from refcheck_callbacks.integrations.otlp.conventions import Document, SpanView, views
+from refcheck_callbacks.integrations.otlp.prompt_context import (
+    FROM_DOCUMENTS,
+    FROM_PROMPT,
+    SOURCE_KEY,
+    context_of,
+)
 from refcheck_callbacks.integrations.otlp.traces import OpenTrace
+from refcheck_callbacks.integrations.shared import overlap
 from refcheck_callbacks.integrations.shared.prompt_match import Prompt, canonical
 
 _SAW_CHECK_DOCUMENTS = 20
@@ -46,16 +54,36 @@ class TracePairing(Pairing):
     llms: list[SpanView]
     """Model calls, in order of their end."""
     documents: list[Document]
+    """The retrieved documents, and those the trace's chain spans hold (a graph's state)."""
     output: str | None
-    """The outermost span's text output, if any."""
+    """The outermost span's answer, if any (its text output, or its state's answer field)."""
+    question: str | None = None
+    templates: list[dict[str, str]] = field(default_factory=list)
+    """The variables of the prompt templates the trace rendered."""
+    on_paired: Callable[[str], None] | None = None
+    """Told where the references came from (`FROM_DOCUMENTS`, `FROM_PROMPT`), for the
+    receiver's counts."""
 
     def pair(self) -> Paired | None:
         answering, prompt = self._answering()
         references = _shown(self.documents, prompt)
+        source = FROM_DOCUMENTS
+        if not references:
+            # No retrieved document reached a prompt: what the model saw is its prompt.
+            answering = next((llm for llm in reversed(self.llms) if llm.generated), answering)
+            prompt = Prompt("\n".join(answering.prompt))
+            references = context_of(prompt, answering.tool_results, self.templates, self.question)
+            source = FROM_PROMPT
         if not references:
             return None
+        references, contained = overlap.distinct(references)
+        metadata = overlap.left_out(contained)
+        if source == FROM_PROMPT:
+            metadata[SOURCE_KEY] = FROM_PROMPT
+        if self.on_paired is not None:
+            self.on_paired(source)
         answer = self.output or answering.generated
-        return Paired(answer, references, answering.model, answering.response_id)
+        return Paired(answer, references, answering.model, answering.response_id, metadata or None)
 
     def _answering(self) -> tuple[SpanView, Prompt]:
         probes = [document.text for document in self.documents[:_SAW_CHECK_DOCUMENTS]]
@@ -93,8 +121,11 @@ def _shown(documents: Sequence[Document], prompt: Prompt) -> list[dict[str, Any]
     return [candidate for candidate, shown in zip(candidates, flags, strict=True) if shown]
 
 
-def shape_of(trace: OpenTrace) -> TraceShape | None:
-    """The trace's shape, or None when no rule covers it (unpaired)."""
+def shape_of(
+    trace: OpenTrace, on_paired: Callable[[str], None] | None = None
+) -> TraceShape | None:
+    """The trace's shape, or None when no rule covers it (unpaired); `on_paired` is told where
+    its references came from once it is paired (`TracePairing.on_paired`)."""
     read = views(trace.spans)
     llms = sorted((v for v in read if v.is_llm), key=lambda v: v.span.end_ns)
     if not llms:
@@ -102,13 +133,18 @@ def shape_of(trace: OpenTrace) -> TraceShape | None:
     depth = _depths(read)
     outer = sorted(read, key=lambda v: depth[v.span.span_id])
     question = next((v.input for v in outer if v.input), None)
-    output = next((v.output for v in outer if v.output), None)
+    output = next(
+        (a for v in outer if (a := v.output or serialized.answer_in(v.output_value, question))),
+        None,
+    )
     if output is None and not any(llm.generated for llm in llms):
         return None
     documents = [d for v in read for d in v.documents]
+    templates = [v.template for v in read if v.template]
     conventions = {v.convention for v in [*llms, *outer] if v.convention}
     convention = "+".join(sorted(conventions))
-    return TraceShape(question, convention, TracePairing(llms, documents, output))
+    pairing = TracePairing(llms, documents, output, question, templates, on_paired)
+    return TraceShape(question, convention, pairing)
 
 
 def _depths(read: Sequence[SpanView]) -> dict[str, int]:
