@@ -65,8 +65,15 @@ from refcheck_callbacks.integrations.langchain import answer as answers
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain import references
 from refcheck_callbacks.integrations.langchain.answer import NO_ANSWER, Found
+from refcheck_callbacks.integrations.langchain.conversation import Turn
 from refcheck_callbacks.integrations.langchain.parked import ParkedClaim
 from refcheck_callbacks.integrations.langchain.references import FALLBACK_KEY, tool_results
+from refcheck_callbacks.integrations.langchain.run import (
+    IN_ANSWER,
+    IN_RETRIEVER,
+    Generation,
+    RootRun,
+)
 from refcheck_callbacks.integrations.langchain.sources import (
     SAW_CHECK_DOCUMENTS,
     built_from,
@@ -75,12 +82,6 @@ from refcheck_callbacks.integrations.langchain.sources import (
     shows_any,
 )
 from refcheck_callbacks.integrations.shared import overlap
-from refcheck_callbacks.integrations.langchain.run import (
-    IN_ANSWER,
-    IN_RETRIEVER,
-    Generation,
-    RootRun,
-)
 
 __all__ = ["FALLBACK_KEY", "AnswerOptions", "CapturedAnswer", "answer_options"]
 
@@ -274,7 +275,8 @@ class CapturedAnswer(Pairing):
     `documents`, `extra_documents` and `searches` are the run's (see `RootRun`); `chosen` the
     references the app chose, if it did; `parked` the retrievals of an earlier run this one
     may answer (only when it has no documents of its own); `earlier` the documents of earlier
-    turns of its conversation (see `conversation`).
+    turns of its conversation (see `conversation`), and `turn` the conversation in its memory,
+    where what the turn's models wrote into its prompt is remembered for the turns that follow.
     """
 
     documents: list[Any]
@@ -285,6 +287,7 @@ class CapturedAnswer(Pairing):
     searches: list[Any] = field(default_factory=list)
     earlier: Sequence[Any] = ()
     retrieved_groups: Mapping[int, Any] = field(default_factory=dict)
+    turn: Turn | None = None
 
     def pair(self) -> Paired | None:
         searched = self._searched()
@@ -300,11 +303,12 @@ class CapturedAnswer(Pairing):
             # may have taken them first.
             parked = self.parked.take()
         own = [*self.documents, *self.extra_documents, *searched, *parked]
+        earlier = [*self.earlier, *(self.turn.written() if self.turn is not None else ())]
         sources = [] if generation is None else built_from(generation, self.answer.everything)
-        context = [*own[:SAW_CHECK_DOCUMENTS], *self.earlier[:SAW_CHECK_DOCUMENTS]]
+        context = [*own[:SAW_CHECK_DOCUMENTS], *earlier[:SAW_CHECK_DOCUMENTS]]
         selected = references.select(
             own,
-            self.earlier,
+            earlier,
             self.documents,
             sources,
             self.chosen,
@@ -312,6 +316,8 @@ class CapturedAnswer(Pairing):
         )
         if not selected.references:
             return None
+        if self.turn is not None:
+            self.turn.remember(references.generated_documents(selected.references))
         metadata: dict[str, Any] = {}
         if selected.fallback is not None:
             metadata[FALLBACK_KEY] = selected.fallback

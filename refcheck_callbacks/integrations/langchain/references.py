@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
 from refcheck_callbacks.integrations.langchain import outputs as read
@@ -164,6 +165,16 @@ def generated_reference(generation: Generation) -> dict[str, Any]:
     if generation.model:
         metadata["model"] = generation.model
     return {"text": generation.text, "id": None, "score": None, "metadata": metadata}
+
+
+def generated_documents(references: Sequence[dict[str, Any]]) -> list[Document]:
+    """The generated references among `references` (`generated_reference`), as documents for
+    a conversation's later turns (`conversation.EarlierTurns.remember`)."""
+    return [
+        Document(page_content=r["text"], metadata=r["metadata"])
+        for r in references
+        if r["metadata"].get("generated") is True
+    ]
 
 
 def _tool_reference(message: ToolMessage, content: str) -> dict[str, Any]:

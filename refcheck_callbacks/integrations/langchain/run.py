@@ -98,9 +98,11 @@ class Generation:
         a tool's own model wrote what this one was shown (see `sources`). Read once, in the
         worker."""
         if self._tool_prompt is None:
-            results = [m for m in self.inputs if isinstance(m, ToolMessage)] if isinstance(
-                self.inputs, list
-            ) else []
+            results = (
+                [m for m in self.inputs if isinstance(m, ToolMessage)]
+                if isinstance(self.inputs, list)
+                else []
+            )
             self._tool_prompt = Prompt("\n".join(read.content_of(m) or "" for m in results))
         return self._tool_prompt
 

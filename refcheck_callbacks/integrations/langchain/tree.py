@@ -20,7 +20,7 @@ from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain import pairing
 from refcheck_callbacks.integrations.langchain.answer import NO_ANSWER
-from refcheck_callbacks.integrations.langchain.conversation import EarlierTurns
+from refcheck_callbacks.integrations.langchain.conversation import EarlierTurns, Turn
 from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments, pairing_key
 from refcheck_callbacks.integrations.langchain.run import (
     ANSWER_TAG,
@@ -215,6 +215,7 @@ class RunTree(BaseCallbackHandler):
             state.searches,
             earlier,
             state.document_lists or {},
+            None if state.conversation is None else Turn(self._earlier_turns, state.conversation),
         )
         submitted = self.sink.submit(
             question=question,

@@ -373,7 +373,9 @@ def _text_values(fields: Mapping[str, Any]) -> dict[str, str]:
 def _state_documents(*values: Any) -> list[Document]:
     """The documents a chain's (a graph node's) input and output hold, as LangChain's
     instrumentations serialize them (`serialized`): a graph's state keeps its documents."""
-    return [Document(text, doc_id) for value in values for text, doc_id in serialized.documents(value)]
+    return [
+        Document(text, doc_id) for value in values for text, doc_id in serialized.documents(value)
+    ]
 
 
 def views(spans: Iterable[ReceivedSpan]) -> list[SpanView]:

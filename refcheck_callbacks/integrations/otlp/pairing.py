@@ -121,9 +121,7 @@ def _shown(documents: Sequence[Document], prompt: Prompt) -> list[dict[str, Any]
     return [candidate for candidate, shown in zip(candidates, flags, strict=True) if shown]
 
 
-def shape_of(
-    trace: OpenTrace, on_paired: Callable[[str], None] | None = None
-) -> TraceShape | None:
+def shape_of(trace: OpenTrace, on_paired: Callable[[str], None] | None = None) -> TraceShape | None:
     """The trace's shape, or None when no rule covers it (unpaired); `on_paired` is told where
     its references came from once it is paired (`TracePairing.on_paired`)."""
     read = views(trace.spans)

@@ -108,7 +108,7 @@ def message(value: Any) -> tuple[str, str, bool] | None:
     if unwrapped is None or unwrapped[0] is None:
         return None
     kind, fields = unwrapped
-    role = _ROLES.get(kind)
+    role = _ROLES.get(kind or "")
     if role is None:
         return None
     return role, content_text(fields.get("content")), bool(fields.get("tool_calls"))

@@ -129,6 +129,6 @@ def distinct(references: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]]
     return kept, len(references) - len(kept)
 
 
-def left_out(count: int) -> dict[str, dict[str, int]]:
+def left_out(count: int) -> dict[str, Any]:
     """The request metadata for `count` documents left out as contained (none when 0)."""
     return {LEFT_OUT_KEY: {CONTAINED: count}} if count else {}

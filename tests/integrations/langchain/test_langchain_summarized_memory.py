@@ -1,10 +1,11 @@
 """Only the answering prompt counts: `create_agent` with `SummarizationMiddleware` over three
-turns. Before turn 3's model call the middleware has a second model summarise turn 1 (its tool
-call and the documents it returned) and replaces those messages with the summary. Turn 3's
-model saw the summary and turn 2's documents, not turn 1's: the summariser's prompt is not what
-it saw, the summary it wrote is (a reference of its own), and an earlier turn's document counts
-only where the prompt shows enough of its text. Real LangChain v1 agent with a retriever tool
-and a checkpointer, scripted fake chat models; in `invoke`, `stream` and `astream_events`."""
+turns, and a fourth. Before turn 3's model call the middleware has a second model summarise
+turn 1 (its tool call and the documents it returned) and replaces those messages with the
+summary. Turn 3's model saw the summary and turn 2's documents, not turn 1's: the summariser's
+prompt is not what it saw, the summary it wrote is (a reference of its own), and an earlier
+turn's document counts only where the prompt shows enough of its text. The summary stays in
+the history: turn 4 sees it too. Real LangChain v1 agent with a retriever tool and a
+checkpointer, scripted fake chat models; in `invoke`, `stream` and `astream_events`."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ TURNS = [
     ("How tall is the Eiffel Tower?", "Eiffel Tower height", "It is 330 metres tall."),
     ("And Mount Everest?", "Mount Everest height", "Everest is 8,849 metres high."),
     ("Which of the two is taller?", None, "Mount Everest, by far."),
+    ("Who first climbed it?", None, "Tenzing Norgay and Edmund Hillary, in 1953."),
 ]
 # The summary keeps the Eiffel page's first sentences word for word: its start, not enough of
 # it to check against.
@@ -52,9 +54,9 @@ def store(encoder: SentenceEncoder) -> InMemoryVectorStore:
 
 
 def summarising_agent(store: InMemoryVectorStore, summary: str | None = SUMMARY) -> Any:
-    """Turn 1 and 2 search, turn 3 answers from the history; at turn 3's first model call the
-    history holds 9 messages, and all but the last 5 (turn 1's four) are summarised into
-    `summary` (None: no summarising)."""
+    """Turn 1 and 2 search, turns 3 and 4 answer from the history; at turn 3's first model
+    call the history holds 9 messages, and all but the last 5 (turn 1's four) are summarised
+    into `summary` (None: no summarising); at turn 4's, 8 again."""
     messages: list[Any] = []
     for index, (_, query, answer) in enumerate(TURNS):
         if query is not None:
@@ -76,9 +78,11 @@ def summarising_agent(store: InMemoryVectorStore, summary: str | None = SUMMARY)
     )
 
 
-def third_turn(agent: Any, handler: RefCheckCallbackHandler, monitor: RefCheckMonitor, sink: Any) -> Any:
+def third_turn(
+    agent: Any, handler: RefCheckCallbackHandler, monitor: RefCheckMonitor, sink: Any
+) -> Any:
     config: Any = {"callbacks": [handler], "configurable": {"thread_id": "chat"}}
-    for question, _, _ in TURNS:
+    for question, _, _ in TURNS[:3]:
         agent.invoke({"messages": [("user", question)]}, config)
     return sorted(checked_requests(monitor, sink, count=3), key=lambda r: r.submitted_at)[2]
 
@@ -98,18 +102,20 @@ def test_turn_three_is_checked_against_what_its_prompt_shows(
     history = agent.get_state(config).values["messages"]
     assert SUMMARY in history[0].content  # the middleware did replace turn 1
 
-    requests = sorted(checked_requests(monitor, sink, count=3), key=lambda r: r.submitted_at)
-    first, second, third = requests
+    requests = sorted(checked_requests(monitor, sink, count=4), key=lambda r: r.submitted_at)
+    first, second, third, fourth = requests
     assert [r.id for r in first.references] == ["eiffel"]
     assert [r.id for r in second.references] == ["everest", "eiffel"]  # turn 1's, in its history
-    assert (third.question, third.answer) == (TURNS[2][0], TURNS[2][2])
     # Turn 2's document, still in the history, and the summary: not the Eiffel page, which
     # only the summariser saw in full.
-    by_text = {r.text: r for r in third.references}
-    assert set(by_text) == {EVEREST.page_content, SUMMARY}
-    assert by_text[EVEREST.page_content].id == "everest"
-    assert by_text[SUMMARY].metadata == {"generated": True}
+    for request, (question, _, answer) in zip((third, fourth), TURNS[2:], strict=True):
+        assert (request.question, request.answer) == (question, answer)
+        by_text = {r.text: r for r in request.references}
+        assert set(by_text) == {EVEREST.page_content, SUMMARY}
+        assert by_text[EVEREST.page_content].id == "everest"
+        assert by_text[SUMMARY].metadata == {"generated": True}
     assert third.metadata[EARLIER_TURNS_KEY] == 1
+    assert fourth.metadata[EARLIER_TURNS_KEY] == 2  # the summary is an earlier turn's now
 
 
 def test_a_summary_that_quotes_an_earlier_document_in_full_keeps_it_as_evidence(

@@ -126,7 +126,9 @@ class CorrectiveRAGWorkflow(Workflow):
     ) -> TextExtractEvent:
         retrieved_nodes = await ctx.store.get("retrieved_nodes")
         relevant_texts = [
-            retrieved_nodes[i].text for i, result in enumerate(ev.relevant_results) if result == "yes"
+            retrieved_nodes[i].text
+            for i, result in enumerate(ev.relevant_results)
+            if result == "yes"
         ]
         return TextExtractEvent(relevant_text="\n".join(relevant_texts))
 
@@ -244,7 +246,11 @@ class TopicWorkflow(Workflow):
 def test_of_several_start_fields_the_question_is_the_one_the_first_query_was_given(
     how: str, index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
 ) -> None:
-    run(TopicWorkflow(index, timeout=60), how, start_event=TopicStart(topic=QUESTION, audience="kids"))
+    run(
+        TopicWorkflow(index, timeout=60),
+        how,
+        start_event=TopicStart(topic=QUESTION, audience="kids"),
+    )
     [request] = checked_requests(monitor, sink)
     assert request.question == QUESTION
     assert [r.text for r in request.references] == [EIFFEL]
