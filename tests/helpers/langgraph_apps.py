@@ -13,9 +13,10 @@ from langchain_chains import scripted, tool_call
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.tools import tool
+from langchain_core.tools import create_retriever_tool, tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import create_react_agent
 
 RAG_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -119,6 +120,17 @@ def search_tool_agent(store: InMemoryVectorStore, query: str, answer: str) -> An
 
     model = scripted(tool_call("retrieve", "call-1", query=query), answer)
     return create_agent(model, [retrieve], system_prompt="Answer from the encyclopedia.")
+
+
+def retriever_tool_agent(store: InMemoryVectorStore, query: str, answer: str) -> Any:
+    """LangGraph's agentic RAG: a ReAct agent whose tool is a retriever (a retriever span under
+    the graph's tools node)."""
+    search = create_retriever_tool(
+        store.as_retriever(search_kwargs={"k": 2}), "search", "Search the encyclopedia."
+    )
+    return create_react_agent(
+        scripted(tool_call("search", "call-1", query=query), answer), [search]
+    )
 
 
 def dynamic_prompt_agent(store: InMemoryVectorStore, answer: str) -> Any:

@@ -1,14 +1,17 @@
 """Which candidate documents are an answer's references: those its prompts show.
 
 Read in the monitor's worker, never on the app's thread. The prompts are the answering
-generation's and those of the generations it was built from (`pairing.built_from`: a RAG
-chain inside an agent's tool wrote the text the agent's prompt shows). A candidate counts where
-one of them shows its content however the app printed it (`prompt_match`); a tool result those
-prompts show that holds none of the candidates, and that no generation of the run wrote, is a
-reference of its own. Candidates come in two groups: the run's own (its retrievers, inputs,
-outputs, vector-store searches, tool artifacts, parked retrievals) and the earlier turns' of
-its conversation (`conversation`, and the artifacts of earlier tool results in its history);
-a document of both counts as the run's own.
+generation's and those of the generations it was built from (`sources.built_from`: a RAG
+chain inside an agent's tool wrote the tool result the agent's prompt shows). A candidate
+counts where one of them shows its content however the app printed it (`prompt_match`); a
+tool result those prompts show that holds none of the candidates, and that no generation of
+the run wrote, is a reference of its own; so is the output of another model those prompts show
+as context (`sources.digests`: a summary). Candidates come in two groups: the run's own (its
+retrievers, inputs, outputs, vector-store searches, tool artifacts, parked retrievals) and the
+earlier turns' of its conversation (`conversation`, and the artifacts of earlier tool results
+in its history); a document of both counts as the run's own, and an earlier turn's counts
+only where a prompt shows enough of it (`overlap.SHOWN_SHARE`). Last, a reference inside
+another is left out and counted (`overlap`), whichever group either came from.
 """
 
 from __future__ import annotations
@@ -80,12 +83,22 @@ class Selected:
         self,
         references: list[dict[str, Any]],
         fallback: str | None = None,
-        earlier: Collection[str] = (),
+        earlier: int = 0,
+        contained: int = 0,
     ) -> None:
-        """`earlier`: the keys (`Unique.key`) of the references from earlier turns."""
-        self.references, self.contained = overlap.distinct(references)
+        self.references = references
         self.fallback = fallback
-        self.earlier = sum(Unique.key(r) in earlier for r in self.references)
+        self.earlier = earlier
+        self.contained = contained
+
+
+def _distinct(
+    references: list[dict[str, Any]], fallback: str | None = None, earlier: Collection[str] = ()
+) -> Selected:
+    """`references` less those inside another of them (`overlap`); `earlier`: the keys
+    (`Unique.key`) of those from earlier turns."""
+    kept, contained = overlap.distinct(references)
+    return Selected(kept, fallback, sum(Unique.key(r) in earlier for r in kept), contained)
 
 
 def select(
@@ -107,8 +120,8 @@ def select(
     prompts = [g.prompt for g in sources if g.prompt]
     if not prompts:
         if fallback := unique(retrieved):
-            return Selected(fallback, "retrievers")
-        return Selected(unique([*own, *artifacts]), "seen")
+            return _distinct(fallback, "retrievers")
+        return _distinct(unique([*own, *artifacts]), "seen")
     # The prompts tell what the model saw: what they do not show was left out (a grader
     # rejected it), and never comes back through a fallback.
     # Tool artifacts in the prompts that are not the run's own are earlier turns' results.
@@ -136,7 +149,7 @@ def select(
         found.add(_tool_reference(message, content))
     for generation in generated:
         found.add(generated_reference(generation))
-    return Selected(found.references(), None, from_earlier)
+    return _distinct(found.references(), None, from_earlier)
 
 
 def _enough_of_earlier(

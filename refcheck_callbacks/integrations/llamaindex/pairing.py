@@ -9,12 +9,14 @@ question is the user's input.**
   postprocessors), keeping those that were retrieved under the root (a sub-question engine's
   final synthesizer is shown its sub-answers, not documents); where none were retrieved, the
   nodes shown; where no response reports nodes, every retrieved node. One per node id, with
-  its best score; `ref_doc_id` joins the metadata.
+  its best score; `ref_doc_id` joins the metadata. A node inside another reference is left
+  out and counted (`shared.overlap`).
 - Answer: the root's own result: a query or chat engine's response (streamed answers once
   read), a workflow's `StopEvent` result (an agent's final message).
 - Question: the chat message, the query engine's first query, or a workflow's start event
-  (`user_msg`, else its one text field, else "question", "input" or "query"); never the query
-  a tool or a sub-engine was given.
+  (`user_msg`, else the last user message of its chat messages, else its user text field:
+  `shared.user_input`, where of several the one the first retrieval or query was given
+  decides, when no name does); never the query a tool or a sub-engine was given.
 """
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ a retrieval (and then its documents), and what went in and came out of it. Three
   `gen_ai.request.model`, `gen_ai.response.id`, and the same attributes on the
   `gen_ai.client.inference.operation.details` event.
 
+Beyond a convention's own fields, what LangChain's instrumentations record of a run is read
+too (`serialized`): the documents a chain span's input or output holds (a LangGraph node's
+state), a state's `messages` (its last user message, its last answer), a prompt template's
+variables (OpenInference's `llm.prompt_template.variables`; an OpenLLMetry task that wrote a
+`ChatPromptValue`), and which of a model call's prompt messages are tool results.
+
 Attributes that none of these explain leave the view empty: a span of no known convention
 contributes nothing, and a trace of such spans is unpaired. JSON is parsed only from a
 convention's own attributes, each at most as long as the span (linear).

@@ -2,14 +2,19 @@
 read from spans.
 
 - Question: the input of the outermost span that has one (the root's, unless the root is, say,
-  an HTTP server span that records none): the user's text, never a retriever's query.
-- Answer: that same span's output when it is text (what the user got); else the answering
-  model call's output.
+  an HTTP server span that records none): the user's text (a graph state's user field, the
+  last user message of its `messages`), never a retriever's query.
+- Answer: the outermost span's output that holds one (what the user got): its text, a graph
+  state's answer field or last assistant message; else the answering model call's output.
 - The answering model call: among the trace's model calls, the last one whose prompt shows a
-  retrieved document; else the last one.
-- References: the retrieved documents (retrievers, rerankers, GenAI retrieval spans) whose
-  text is in the answering call's prompt (`shared.prompt_match`). None there: nothing to check
-  against, counted `no_references`.
+  candidate document; else the last one.
+- References: the candidate documents (retrievers, rerankers, GenAI retrieval spans, and the
+  documents chain spans hold: a LangGraph state) whose text is in the answering call's prompt
+  (`shared.prompt_match`). Where none is, what the model saw is its prompt: the context it
+  carries by its structure, its tool results and its template's variables
+  (`prompt_context`), marked so in the request's metadata and counted by the receiver. None
+  there either: nothing to check against, counted `no_references`. A reference inside another
+  is left out and counted (`shared.overlap`).
 
 A trace with no model call, or none that wrote text and no text output above it, fits no rule:
 `shape_of` returns None and the receiver counts it `trace_unpaired`. Reading which documents

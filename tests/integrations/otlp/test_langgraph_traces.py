@@ -23,6 +23,7 @@ from langgraph_apps import (
     dynamic_prompt_agent,
     formatted_context_graph,
     rag_tutorial_graph,
+    retriever_tool_agent,
     search_tool_agent,
     small_to_big_graph,
 )
@@ -163,6 +164,25 @@ def test_an_agent_whose_tool_returns_text_is_paired_from_the_tool_results(
     for document in store.similarity_search("Eiffel Tower", k=2):
         assert document.page_content in reference.text
     assert request.metadata[SOURCE_KEY] == "prompt"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_retriever_span_under_a_graph_node_gives_the_documents_the_agent_saw(
+    mode: str,
+    traced: str,
+    store: InMemoryVectorStore,
+    receiver: Receiver,
+    app_tracing: TracerProvider,
+    sink: ResultSink,
+) -> None:
+    agent = retriever_tool_agent(store, "Eiffel Tower", ANSWER)
+    run_in(mode, agent, {"messages": [("user", QUESTION)]}, {})
+    request = checked(receiver, app_tracing, sink)
+    assert request is not None
+    assert (request.question, request.answer) == (QUESTION, ANSWER)
+    expected = store.similarity_search("Eiffel Tower", k=2)
+    assert [r.text for r in request.references] == [d.page_content for d in expected]
+    assert SOURCE_KEY not in request.metadata
 
 
 @pytest.mark.parametrize("mode", MODES)
