@@ -31,7 +31,7 @@ from llama_index.core.schema import BaseNode
 
 from refcheck_callbacks.contract.answers import Paired, Pairing
 from refcheck_callbacks.integrations.shared import overlap
-from refcheck_callbacks.integrations.shared.user_input import text_field
+from refcheck_callbacks.integrations.shared.user_input import named_text, text_field
 
 
 def question_of(query: Any) -> Any:
@@ -68,11 +68,12 @@ def _last_user_message(value: Any) -> str | None:
 
 
 def question_of_start(fields: Mapping[str, Any], reached: str | None = None) -> str | None:
-    """The user's input in a workflow's start event: `user_msg`, else the last user message
-    of a chat-message field, else its user text field (`text_field`: one text field, else a
-    conventional or query-like name, else the one whose value `reached` the workflow's first
-    retrieval or query)."""
-    question = _text(fields.get("user_msg"))
+    """The user's input in a workflow's start event: `user_msg`, else a text field named as
+    the user's (`named_text`: `query`, `query_str`), else the last user message of a
+    chat-message field (before a lone text field of another name, such as a session id),
+    else its user text field (`text_field`: the one text field, else the one whose value
+    `reached` the workflow's first retrieval or query)."""
+    question = _text(fields.get("user_msg")) or named_text(fields)
     if question:
         return question
     for value in fields.values():

@@ -62,21 +62,33 @@ def query_like(name: Any) -> bool:
     return isinstance(name, str) and bool(name_words(name) & QUERY_WORDS) and _may_be_user(name)
 
 
-def text_field(fields: Mapping[str, Any], reached: str | None = None) -> str | None:
-    """The user's text among `fields` (see the module): the one non-empty text value (not
-    under a secret's or a setting's name); with several, the first under a conventional key,
-    else the one under a query-like name, else the one equal to `reached` (the text the run's
-    first retrieval or query was given); else None."""
-    texts = {k: v for k, v in fields.items() if isinstance(v, str) and v and _may_be_user(k)}
-    if len(texts) == 1:
-        return next(iter(texts.values()))
+def _texts(fields: Mapping[str, Any]) -> dict[Any, str]:
+    return {k: v for k, v in fields.items() if isinstance(v, str) and v and _may_be_user(k)}
+
+
+def named_text(fields: Mapping[str, Any]) -> str | None:
+    """The text under a conventional key (the first), else the one under a query-like name;
+    None when no name says which text is the user's."""
+    texts = _texts(fields)
     for key in CONVENTIONAL_KEYS:
         value = texts.get(key)
         if value is not None:
             return value
     named = [v for k, v in texts.items() if query_like(k)]
-    if len(named) == 1:
-        return named[0]
+    return named[0] if len(named) == 1 else None
+
+
+def text_field(fields: Mapping[str, Any], reached: str | None = None) -> str | None:
+    """The user's text among `fields` (see the module): the one non-empty text value (not
+    under a secret's or a setting's name); with several, the first under a conventional key,
+    else the one under a query-like name, else the one equal to `reached` (the text the run's
+    first retrieval or query was given); else None."""
+    texts = _texts(fields)
+    if len(texts) == 1:
+        return next(iter(texts.values()))
+    named = named_text(fields)
+    if named is not None:
+        return named
     if reached is not None:
         return next((v for v in texts.values() if v == reached), None)
     return None

@@ -280,4 +280,26 @@ def test_a_workflow_started_with_chat_messages_asks_its_last_user_message(
     ]
     run(ChatWorkflow(index, timeout=60), how, messages=messages, session="s-1")
     [request] = checked_requests(monitor, sink)
+    assert request.question == QUESTION  # not the session, the one other text field
+
+
+class HistoryWorkflow(Workflow):
+    """Started with the turn's query and the chat history before it."""
+
+    def __init__(self, index: VectorStoreIndex, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.engine = index.as_query_engine(llm=PromptedLLM(default=ANSWER), similarity_top_k=1)
+
+    @step
+    async def answer(self, ev: StartEvent) -> StopEvent:
+        return StopEvent(result=await self.engine.aquery(ev.get("query")))
+
+
+def test_a_query_field_beside_a_chat_history_is_the_turn_being_asked(
+    index: VectorStoreIndex, capture: QueryCapture, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    """`run(query=..., chat_history=[...])`: the history holds earlier turns' questions."""
+    history = [ChatMessage(role=MessageRole.USER, content="What is the Colosseum?")]
+    run(HistoryWorkflow(index, timeout=60), "run", query=QUESTION, chat_history=history)
+    [request] = checked_requests(monitor, sink)
     assert request.question == QUESTION
