@@ -73,6 +73,7 @@ from refcheck_callbacks.integrations.langchain.run import (
     IN_RETRIEVER,
     Generation,
     RootRun,
+    searched_documents,
 )
 from refcheck_callbacks.integrations.langchain.sources import (
     SAW_CHECK_DOCUMENTS,
@@ -290,7 +291,7 @@ class CapturedAnswer(Pairing):
     turn: Turn | None = None
 
     def pair(self) -> Paired | None:
-        searched = self._searched()
+        searched = searched_documents(self.searches, self.retrieved_groups)
         found, generation = self.answer.choose(self.documents or self.extra_documents or searched)
         parked: list[Any] = []
         if (
@@ -331,16 +332,6 @@ class CapturedAnswer(Pairing):
         model = None if generation is None else generation.model
         response_id = None if generation is None else generation.response_id
         return Paired(found.text, selected.references, model, response_id, metadata or None)
-
-    def _searched(self) -> list[Any]:
-        """The documents of vector-store searches, less those a retriever returned as they
-        were (a vector-store retriever returns its search's list)."""
-        return [
-            d
-            for group in self.searches
-            if self.retrieved_groups.get(id(group), (None,))[0] is not group
-            for d in group
-        ]
 
 
 def overrides(data: Any) -> Mapping[str, Any]:

@@ -132,7 +132,7 @@ def select(
     shown = [False] * len(candidates)
     for prompt in prompts:
         shown = [a or b for a, b in zip(shown, prompt.shown(texts), strict=True)]
-    _enough_of_earlier(candidates, shown, prompts)
+    _enough_of_earlier(candidates, shown, prompts, [g.tool_prompt for g in sources])
     found = Unique()
     from_earlier: set[str] = set()
     for (reference, later), is_shown in zip(candidates, shown, strict=True):
@@ -156,11 +156,16 @@ def _enough_of_earlier(
     candidates: Sequence[tuple[dict[str, Any], bool]],
     shown: list[bool],
     prompts: Sequence[prompt_match.Prompt],
+    tool_prompts: Sequence[prompt_match.Prompt],
 ) -> None:
     """An earlier turn's document counts only where a prompt shows enough of its text to
-    check against (`overlap.SHOWN_SHARE`), not a few words a summary kept of it: the shown
-    flags of those that fall short are cleared."""
+    check against: in a tool result of the history, as the tool printed it (cut short too, as
+    in its own turn); elsewhere (a summary kept its first sentences), `overlap.SHOWN_SHARE` of
+    it. The shown flags of those that fall short are cleared."""
     earlier = [i for i, (_, later) in enumerate(candidates) if later and shown[i]]
+    earlier = [
+        i for i in earlier if not any(p.shows(candidates[i][0]["text"]) for p in tool_prompts if p)
+    ]
     if not earlier:
         return
     texts = [candidates[i][0]["text"] for i in earlier]

@@ -115,6 +115,13 @@ class Generation:
         return read.response_id(self.generation, self.response)
 
 
+def searched_documents(searches: list[Any], kept: Mapping[int, Any]) -> list[Any]:
+    """The documents of vector-store searches, less the lists a retriever returned as they
+    were (a vector-store retriever returns its search's list): `kept` is the run's
+    `document_lists`."""
+    return [d for found in searches if kept.get(id(found), (None,))[0] is not found for d in found]
+
+
 class RootRun:
     __slots__ = (
         "answer_output",

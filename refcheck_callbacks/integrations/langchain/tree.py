@@ -28,6 +28,7 @@ from refcheck_callbacks.integrations.langchain.run import (
     IN_REFERENCES,
     REFERENCES_TAG,
     RootRun,
+    searched_documents,
 )
 from refcheck_callbacks.integrations.langchain.trace import attaches_context, instrumentation_span
 from refcheck_callbacks.integrations.shared.run_state import RunStates
@@ -193,8 +194,12 @@ class RunTree(BaseCallbackHandler):
             return
         earlier: tuple[Any, ...] = ()
         if state.conversation is not None:
+            # The turn's documents, its vector-store searches' too (a tool that searches and
+            # prints what it found) but those a retriever returned as they were, for the
+            # turns that follow.
+            searched = searched_documents(state.searches, state.document_lists or {})
             earlier = self._earlier_turns.turn(
-                state.conversation, [*state.documents, *state.extra_documents]
+                state.conversation, [*state.documents, *state.extra_documents, *searched]
             )
         # A run without a retrieval of its own may answer one parked earlier, also when its
         # documents came in through its input (the second root of HyDE): the worker takes

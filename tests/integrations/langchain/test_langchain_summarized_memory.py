@@ -16,7 +16,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_chains import scripted, tool_call
 from langchain_core.language_models import FakeListChatModel
-from langchain_core.tools import create_retriever_tool
+from langchain_core.tools import create_retriever_tool, tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_modes import MODES, run_in
 from langgraph.checkpoint.memory import MemorySaver
@@ -142,3 +142,27 @@ def test_without_a_summary_earlier_turns_documents_count_where_the_history_shows
     third = third_turn(summarising_agent(store, None), handler, monitor, sink)
     assert sorted(r.id for r in third.references) == ["eiffel", "everest"]
     assert third.metadata[EARLIER_TURNS_KEY] == 2
+
+
+def test_an_earlier_document_a_tool_cut_short_still_counts_in_later_turns(
+    store: InMemoryVectorStore,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    """A tool that prints the first 300 characters of each page: the history shows them as
+    the tool printed them, as in their own turn, not as a summary's few words."""
+
+    @tool
+    def search(query: str) -> str:
+        """Search the encyclopedia."""
+        return "\n\n".join(d.page_content[:300] for d in store.similarity_search(query, k=1))
+
+    messages: list[Any] = []
+    for index, (_, query, answer) in enumerate(TURNS[:3]):
+        if query is not None:
+            messages.append(tool_call("search", f"call-{index}", query=query))
+        messages.append(answer)
+    agent = create_agent(scripted(*messages), [search], checkpointer=MemorySaver())
+    third = third_turn(agent, handler, monitor, sink)
+    assert sorted(r.id for r in third.references) == ["eiffel", "everest"]
