@@ -1,11 +1,12 @@
 """What a judge budget lets the provider bill, by the usage shape its replies report.
 
-Sixteen answers at once, twice (the second round once the first is done), through a monitor whose `llm:` judge (on the scripted OpenAI-compatible
-server, real HTTP on loopback) is capped at 6,000 tokens and 0.003 USD. The server bills every
-request it receives (the prompt by the model's tokenizer, the answer the whole `max_tokens`) and
-reports that usage, or none, zero, negative, text, NaN or a huge count; one more row has every
-reply slower than the request timeout. Reports, per shape: the tokens and USD the provider
-billed against the cap (their ratio), requests received, and the claims sent to the fallback.
+Sixteen answers at once, twice (the second round once the first is done), through a monitor
+whose `llm:` judge (on the scripted OpenAI-compatible server, real HTTP on loopback) is capped
+at 6,000 tokens and 0.003 USD. The server bills every request it receives (the prompt by the
+model's tokenizer, the answer the whole `max_tokens`) and reports that usage, or none, zero,
+negative, text, NaN or a huge count; one more row has every reply slower than the request
+timeout. Reports, per shape: the tokens and USD the provider billed against the cap (their
+ratio), requests received, and the claims sent to the fallback.
 
     flock /tmp/cpu.lock python benchmarks/judge_budget.py [--json out.json]
 """

@@ -2,11 +2,11 @@
 
 The worker hands every batch to `Checking` through its named interface (`worker.Batches`):
 
-- `check`: each answer is paired where its integration left that to the worker
-  (`intake.paired`, which calls the integration's `Pairing`), built into a request
-  (`intake.build_request`) and run where the monitor's placement runs its pipeline (`Runner`:
-  the worker's thread, a child process); an answer with nothing to check against is counted
-  skipped `no_references` (or the reason its pairing gives), input that cannot become a request is an `invalid_input` result,
+- `check`: each answer is paired where its integration left that to the worker (`intake.paired`,
+  which calls the integration's `Pairing`), built into a request (`intake.build_request`) and
+  run where the monitor's placement runs its pipeline (`Runner`: the worker's thread, a child
+  process); an answer with nothing to check against is counted skipped `no_references` (or the
+  reason its pairing gives), input that cannot become a request is an `invalid_input` result,
   and each field cut to its limit is counted `truncated`;
 - `deliver`: the results go to the exporters and hooks (`Delivery`);
 - `lost`: answers given up (a shutdown's deadline, a crash) are counted dropped.

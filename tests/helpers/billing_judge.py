@@ -3,9 +3,10 @@ reports in every shape providers and proxies were seen to send.
 
 `judging` scripts the server: every request it receives is billed (the prompt's tokens by the
 model's tokenizer, the answer's the whole `max_tokens`: the worst case a reservation must
-cover), whether or not the client waits for the reply, and the reply reports that usage, or
-one of `USAGE_SHAPES` of it. `sixteen_answers` sends 16 answers at once (in one round or
-several) through a monitor on a judge under a budget. Shared by tests/llm/test_budget.py and benchmarks/judge_budget.py.
+cover), whether or not the client waits for the reply, and the reply reports that usage, or one
+of `USAGE_SHAPES` of it. `sixteen_answers` sends 16 answers at once (in one round or several)
+through a monitor on a judge under a budget. Shared by tests/llm/test_budget.py and
+benchmarks/judge_budget.py.
 """
 
 from __future__ import annotations

@@ -60,6 +60,16 @@ def test_create_agent_with_a_dynamic_prompt_that_searches_the_vector_store(
     ]
 
 
+def _answering_from(lookup: RunnableLambda[str, str]) -> Any:
+    """A chain whose prompt's context is what `lookup` makes of the question."""
+    return (
+        {"context": lookup, "question": lambda q: q}
+        | PROMPT
+        | FakeListChatModel(responses=[ANSWER])
+        | StrOutputParser()
+    )
+
+
 def _documents(found: list[Any]) -> list[Document]:
     """A search's documents, with or without their scores."""
     return [d[0] if isinstance(d, tuple) else d for d in found]
@@ -96,13 +106,7 @@ def test_a_search_in_a_plain_function_during_the_run_gives_the_documents_shown(
         found.extend(_documents(await search(question, **kwargs)))
         return found[0].page_content
 
-    lookup = RunnableLambda(context, afunc=acontext)
-    chain = (
-        {"context": lookup, "question": lambda q: q}
-        | PROMPT
-        | FakeListChatModel(responses=[ANSWER])
-        | StrOutputParser()
-    )
+    chain = _answering_from(RunnableLambda(context, afunc=acontext))
     if method.startswith("a"):
         asyncio.run(chain.ainvoke(QUESTION, {"callbacks": [handler]}))
     else:
@@ -226,13 +230,7 @@ def test_a_streaming_search_gives_the_documents_it_yielded(
         found = [d async for d in store.asimilarity_search_stream(question, k=2)]
         return format_docs(found)
 
-    lookup = RunnableLambda(context, afunc=acontext)
-    chain = (
-        {"context": lookup, "question": lambda q: q}
-        | PROMPT
-        | FakeListChatModel(responses=[ANSWER])
-        | StrOutputParser()
-    )
+    chain = _answering_from(RunnableLambda(context, afunc=acontext))
     if stream == "async generator":
         asyncio.run(chain.ainvoke(QUESTION, {"callbacks": [handler]}))
     else:
