@@ -7,6 +7,12 @@ Each value is read when a monitor is built (or an instrumentor installed): a val
 cannot use raises `ConfigurationError` there, naming the variable and what it accepts, rather
 than failing later on the worker where no one would see it. An unset or empty variable means
 the keyword's own default. The table of docs/operations.md lists the same variables.
+
+Numbers and lists have one grammar each, whatever Python's `int()` and `float()` would also
+take: a number is written in ASCII digits, with an optional decimal point and exponent
+(`0.25`, `30`, `1e3`), no sign, no `_` separators, no other script's digits (`¹⁰⁰⁰`, `١٠`),
+no `inf` or `nan`; a whole number is ASCII digits only; a list is names separated by commas,
+none of them empty or repeated. Blanks around a value are ignored.
 """
 
 from __future__ import annotations
@@ -70,7 +76,12 @@ SERVICE_PLACEMENT = Placement.SERVICE
 # The variable is shared with other GenAI instrumentations: their spellings are taken too.
 _TRUE = frozenset({"true", "1", "yes", "on", "span_only", "event_only", "span_and_event"})
 _FALSE = frozenset({"false", "0", "no", "off", "no_content"})
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_WHOLE = re.compile(r"[0-9]+")
+_MAX_DIGITS = 18
+"""Digits of a whole number at most (Python's `int()` refuses text past 4,300 in a message of
+its own)."""
+_DURATION = re.compile(r"(?P<number>" + _NUMBER.pattern + r")\s*(?P<unit>[smhd]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 T = TypeVar("T")
@@ -165,21 +176,35 @@ def _placement(value: str) -> Placement:
         raise ValueError(f"accepted: {', '.join(p.value for p in Placement)}") from None
 
 
+def _number(value: str) -> float:
+    """The number `value` writes in the grammar of the module's docstring; NaN otherwise."""
+    if _NUMBER.fullmatch(value) is None:
+        return math.nan
+    number = float(value)
+    return number if math.isfinite(number) else math.nan
+
+
 def _share(value: str) -> float:
-    try:
-        share = float(value)
-    except ValueError:
-        share = math.nan
+    share = _number(value)
     if not 0.0 <= share <= 1.0:
-        raise ValueError("accepted: a number from 0 to 1")
+        raise ValueError("accepted: a number from 0 to 1, in ASCII digits (0.25)")
     return share
 
 
 def _exporter_names(value: str) -> tuple[str, ...]:
     if value.lower() == "none":
         return ()
-    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    names = tuple(name.strip() for name in value.split(","))
+    known = ", ".join(registered(EXPORTERS))
+    accepted = f"accepted: registered exporter names separated by commas ({known}), or none"
+    if "" in names:
+        raise ValueError(f"an exporter name is empty; {accepted}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{repeated[0]!r} is named twice; {accepted}")
     for name in names:
+        if name.lower() == "none":
+            raise ValueError(f"none means no exporter and stands alone; {accepted}")
         _spec(name, EXPORTERS)
     return names
 
@@ -201,26 +226,28 @@ def _switch(value: str) -> bool:
 
 
 def _positive(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not (number > 0 and math.isfinite(number)):
-        raise ValueError("accepted: a number above 0")
+    number = _number(value)
+    if not number > 0:
+        raise ValueError("accepted: a number above 0, in ASCII digits (2.5)")
     return number
 
 
 def _whole(value: str) -> int:
-    if not value.isdigit() or int(value) == 0:
-        raise ValueError("accepted: a whole number above 0")
+    if _WHOLE.fullmatch(value) is None or len(value) > _MAX_DIGITS or int(value) == 0:
+        raise ValueError(
+            f"accepted: a whole number above 0, in at most {_MAX_DIGITS} ASCII digits (100000)"
+        )
     return int(value)
 
 
 def _duration(value: str) -> float:
     match = _DURATION.fullmatch(value.lower())
-    if match is None or float(match[1]) == 0:
-        raise ValueError("accepted: seconds above 0, or a number with s, m, h or d (7d)")
-    return float(match[1]) * _SECONDS[match[2]]
+    seconds = math.nan if match is None else _number(match["number"]) * _SECONDS[match["unit"]]
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(
+            "accepted: seconds above 0, or a number with s, m, h or d (7d), in ASCII digits"
+        )
+    return seconds
 
 
 def _judge_budget(env: Mapping[str, str]) -> JudgeBudgetSettings | None:

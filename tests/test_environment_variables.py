@@ -141,3 +141,94 @@ def test_a_bad_variable_fails_the_monitor_at_start(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("REFCHECK_PLACEMENT", "cloud")
     with pytest.raises(ConfigurationError, match="REFCHECK_PLACEMENT='cloud'"):
         RefCheckMonitor(checker=KeywordChecker, placement="thread", exporters=[])
+
+
+NUMERIC = {
+    "REFCHECK_SAMPLE_RATE": ("0.25", 0.25, "a number from 0 to 1, in ASCII digits"),
+    "REFCHECK_EXIT_TIMEOUT": ("30", 30.0, "a number above 0, in ASCII digits"),
+    "REFCHECK_JUDGE_BUDGET_USD": ("2.5", 2.5, "a number above 0, in ASCII digits"),
+    "REFCHECK_JUDGE_BUDGET_TOKENS": ("1000", 1000, "a whole number above 0, in at most 18 ASCII"),
+    "REFCHECK_JUDGE_BUDGET_WINDOW": ("90", 90.0, "seconds above 0, or a number with s, m, h or d"),
+}
+"""Every numeric variable: a good value, what it reads as, and what a bad one is told."""
+UNWRITTEN = [
+    "¹⁰⁰⁰",
+    "١٠",
+    "１０",
+    "1_000",
+    "+5",
+    "-5",
+    "inf",
+    "nan",
+    "0x10",
+    "1,000",
+    "5 0",
+    "1" * 5000,
+]
+"""Numbers Python's `int()` or `float()` may take (or choke on with a message of its own)
+that no variable takes: other scripts' digits (superscript, Arabic-Indic, full-width),
+separators, signs, infinity, hexadecimal, digits past what `int()` converts."""
+
+
+def _read_number(name: str, value: str) -> object:
+    environ = {name: value}
+    if name == "REFCHECK_JUDGE_BUDGET_WINDOW":
+        environ["REFCHECK_JUDGE_BUDGET_TOKENS"] = "1"
+    settings = read_environment(environ)
+    if name.startswith("REFCHECK_JUDGE_BUDGET_"):
+        budget = settings.judge_budget
+        assert budget is not None
+        return {
+            "REFCHECK_JUDGE_BUDGET_USD": budget.usd,
+            "REFCHECK_JUDGE_BUDGET_TOKENS": budget.tokens,
+            "REFCHECK_JUDGE_BUDGET_WINDOW": budget.window_seconds,
+        }[name]
+    field = {"REFCHECK_SAMPLE_RATE": "sample_rate", "REFCHECK_EXIT_TIMEOUT": "exit_timeout"}
+    return getattr(settings, field[name])
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC))
+def test_every_number_is_read_in_ascii_digits_with_blanks_around_ignored(name: str) -> None:
+    good, read, _ = NUMERIC[name]
+    assert _read_number(name, good) == read
+    assert _read_number(name, f" {good} ") == read
+
+
+@pytest.mark.parametrize("value", UNWRITTEN, ids=lambda v: v if len(v) < 20 else "5000-digits")
+@pytest.mark.parametrize("name", sorted(NUMERIC))
+def test_a_number_in_another_writing_is_refused_with_what_the_variable_accepts(
+    name: str, value: str
+) -> None:
+    """Issue 47: a budget of "¹⁰⁰⁰" was refused with Python's `int()` message."""
+    with pytest.raises(ConfigurationError) as raised:
+        _read_number(name, value)
+    message = str(raised.value)
+    assert message.startswith(f"{name}={value.strip()!r} cannot be used: accepted: ")
+    assert NUMERIC[name][2] in message
+    assert "int()" not in message and "literal" not in message and "float" not in message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ",,,",
+        ",",
+        "opentelemetry,",
+        ",opentelemetry",
+        "opentelemetry,,opentelemetry",
+        "opentelemetry,opentelemetry",
+        "none,opentelemetry",
+        "opentelemetry, none",
+    ],
+)
+def test_an_exporter_list_that_does_not_parse_is_refused(value: str) -> None:
+    """Issue 47: `REFCHECK_EXPORTERS=,,,` silently meant no exporters, results going nowhere."""
+    with pytest.raises(ConfigurationError) as raised:
+        read_environment({"REFCHECK_EXPORTERS": value})
+    message = str(raised.value)
+    assert message.startswith(f"REFCHECK_EXPORTERS={value!r} cannot be used: ")
+    assert "accepted: registered exporter names separated by commas (opentelemetry" in message
+    assert read_environment({"REFCHECK_EXPORTERS": " opentelemetry "}).exporters == (
+        "opentelemetry",
+    )
+    assert read_environment({"REFCHECK_EXPORTERS": "None"}).exporters == ()

@@ -63,6 +63,8 @@ class Paired:
     response_id: str | None = None
     metadata: Mapping[str, Any] | None = None
     """Added to the request's metadata (how the pairing was decided, where that matters)."""
+    question: Any = None
+    """The user's question, where the pairing decides it too; None keeps the submitted one."""
 
 
 class Pairing(ABC):
@@ -74,10 +76,12 @@ class Pairing(ABC):
     """
 
     @abstractmethod
-    def pair(self) -> Paired | None:
+    def pair(self) -> Paired | SkipReason | None:
         """The answer, its references and the generation's model and id; None when the
-        answering model saw nothing to check against (counted as skipped `no_references`).
-        Runs in the monitor's worker; what it raises fails this request alone."""
+        answering model saw nothing to check against (counted as skipped `no_references`); a
+        `SkipReason` when the capture holds nothing to check for that reason (counted so:
+        `no_answer` for a run that returned a decision, not an answer). Runs in the monitor's
+        worker; what it raises fails this request alone."""
 
 
 class AnswerFields(TypedDict, total=False):

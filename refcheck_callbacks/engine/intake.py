@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from refcheck_callbacks.contract.answers import InputLimits
-from refcheck_callbacks.contract.reasons import TruncateReason
+from refcheck_callbacks.contract.reasons import SkipReason, TruncateReason
 from refcheck_callbacks.engine.submission import RawInput
 from refcheck_callbacks.support.bounded_copy import bounded_copy
 from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference
@@ -22,18 +22,20 @@ from refcheck_callbacks.types import CharSpan, CheckRequest, Claim, Reference
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def paired(raw: RawInput) -> RawInput | None:
-    """`raw` with its `Pairing` decided (in the worker); None when it pairs with nothing."""
+def paired(raw: RawInput) -> RawInput | SkipReason | None:
+    """`raw` with its `Pairing` decided (in the worker); None when it pairs with nothing, the
+    reason when the pairing skipped it."""
     if raw.pairing is None:
         return raw
     decided = raw.pairing.pair()
-    if decided is None:
-        return None
+    if decided is None or isinstance(decided, SkipReason):
+        return decided
     metadata = raw.metadata
     if decided.metadata:
         metadata = {**(metadata if isinstance(metadata, Mapping) else {}), **decided.metadata}
     return replace(
         raw,
+        question=raw.question if decided.question is None else decided.question,
         answer=decided.answer,
         references=decided.references,
         model=decided.model,

@@ -347,7 +347,9 @@ class RefCheckMonitor:
         except TypeError as exc:
             return invalid_input(exc)
         built = self._checking.request(raw)
-        return unpaired() if built is None else built
+        if built is None or isinstance(built, SkipReason):
+            return unpaired() if built is None else unpaired(built)
+        return built
 
     def _refused(self, request: CheckRequest, reason: str | None = None) -> CheckResult:
         if reason is None:

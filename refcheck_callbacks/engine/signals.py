@@ -17,6 +17,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from refcheck_callbacks.errors import SignalHandlerError
+from refcheck_callbacks.support.deadline import wait_limit
 from refcheck_callbacks.support.logs import logger
 
 
@@ -78,7 +79,8 @@ def _handler(monitor: Finishing, previous: Any, timeout: float) -> Any:
             daemon=True,
         )
         helper.start()
-        helper.join(timeout + _GRACE)
+        limit = wait_limit(timeout)
+        helper.join(None if limit is None else limit + _GRACE)
         _chain(signum, frame, previous)
 
     setattr(handle, _ENDS_PROCESS, ends_process)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from refcheck_callbacks.contract.reasons import DropReason
-from refcheck_callbacks.support.deadline import Deadline
+from refcheck_callbacks.support.deadline import Deadline, wait_limit
 from refcheck_callbacks.support.logs import logger
 
 Item = TypeVar("Item")
@@ -287,7 +287,7 @@ class BackgroundWorker(Generic[Item, Out]):
         if self.in_worker_thread:
             return False
         with self._idle:
-            return self._idle.wait_for(lambda: self._pending <= 0, timeout)
+            return self._idle.wait_for(lambda: self._pending <= 0, wait_limit(timeout))
 
     def shutdown(
         self, timeout: float | None, reason: DropReason = DropReason.SHUTDOWN_TIMEOUT

@@ -45,10 +45,12 @@ from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.attributes import ResultAttributes, clip_value, exportable
 from refcheck_callbacks.exporters.events import EvaluationEvents, EventMode
 from refcheck_callbacks.exporters.instruments import instruments_for
-from refcheck_callbacks.support.deadline import Deadline
+from refcheck_callbacks.support.deadline import MAX_WAIT_S, Deadline
 from refcheck_callbacks.support.instrumentation import suppressed_instrumentation
 from refcheck_callbacks.types import CheckResult, ModelSpend, Outcome, TraceContext
 
+_NO_DEADLINE_FLUSH_MS = int(MAX_WAIT_S * 1000)
+"""What a provider's `force_flush` is told when the flush has no deadline: the longest wait."""
 _FAILED_OUTCOMES = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID_INPUT})
 
 
@@ -193,7 +195,8 @@ class OpenTelemetryExporter(Exporter):
             ):
                 flush = getattr(provider, "force_flush", None)
                 if flush is not None:
-                    millis = int((deadline.remaining() or 0.0) * 1000)
+                    left = deadline.remaining()
+                    millis = _NO_DEADLINE_FLUSH_MS if left is None else int(left * 1000)
                     flushed = bool(flush(millis)) and flushed
         return flushed
 

@@ -1,14 +1,23 @@
 """Judge budgets: a hard cap on what LLM checkers and extractors spend, in USD, tokens or both,
 over a rolling window.
 
-Checked before each call, not after: the call's tokens are estimated as litellm's count of the
-prompt plus the most the model may answer (`max_tokens` for each of the `n` choices), priced
-with litellm's cost map (or the price given), and reserved; the reservation is settled with
-the usage the provider reports once it answers, or released when the call fails. A call whose
-reservation would pass a limit is not sent: its claims go to the fallback checker (its answers
-to the fallback extractor). Calls in flight count as spent, so the cap holds however many run
-at once; it holds exactly as long as the provider counts no more prompt tokens than litellm's
-tokenizer for the model does (an overrun shows as `budget_used` above 1).
+The cap holds from our own estimate, whatever the provider reports. Before each call its
+tokens are estimated as litellm's count of the prompt plus the most the model may answer
+(`max_tokens` for each of the `n` choices), priced with litellm's cost map (or the price
+given), and that estimate is charged at once (reserved). A call whose estimate would pass a
+limit is not sent: its claims go to the fallback checker (its answers to the fallback
+extractor), counted. When the call ends, its charge is settled:
+- it answered: the larger of the estimate and the usage it reports. A report can only raise
+  the charge (a provider counting more prompt tokens than litellm's tokenizer; an overrun shows
+  as `budget_used` above 1), never lower it: a reply with no usage, zero, negative, text, NaN
+  or any other shape is charged its estimate (`reported_count` reads what can be read);
+- it may have been answered without our seeing it (a reply slower than the request timeout, a
+  connection dropped after sending, a reply litellm could not read, a cancelled call): charged
+  its estimate, as the provider may bill it (`llm.failures.billable`);
+- the provider refused it with an error status, or no connection was made: released.
+Calls in flight count as spent, so under any concurrency the calls sent never hold more than
+the cap: the calls a window bills stay within the cap as long as no reply reports more than
+its estimate.
 
 A model with no known price cannot be held to a USD limit: it refuses to start unless `price`
 gives one, or `price="unlimited"` says its USD spend is not capped (its tokens still are).
@@ -17,6 +26,7 @@ Opik's per-rule budgets fail open there; this one fails closed.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -33,6 +43,9 @@ BUDGET_EXHAUSTED = "budget_exhausted"
 """The `LLMCallError.kind` of a call the budget refused, and the `Verdict.fallback` reason."""
 _MESSAGE_OVERHEAD_TOKENS = 8
 """Per message, when litellm cannot count: role and separators, generously."""
+MAX_REPORTED_TOKENS = 2**53
+"""A reported count is read up to this (floats stay exact; any budget is spent long before)."""
+_MAX_DIGITS = 16
 
 
 class TokenPrice(BaseModel):
@@ -77,6 +90,8 @@ class JudgeBudget(BaseModel):
 
 @dataclass(frozen=True)
 class Reservation:
+    """A call's estimate, charged when it was sent: the least it is settled at."""
+
     usd: float
     tokens: int
 
@@ -120,8 +135,11 @@ class SpendLedger:
             self._reserved_tokens += tokens
             return Reservation(usd, tokens)
 
-    def settle(self, reservation: Reservation, usd: float, tokens: int) -> None:
-        """The call answered: what it reported replaces what it held."""
+    def settle(self, reservation: Reservation, usd: float = 0.0, tokens: int = 0) -> None:
+        """The call ended and may be billed: it is charged its estimate, or what it reported
+        (`usd`, `tokens`, read by `reported_count`) where that is more."""
+        usd = max(reservation.usd, usd) if math.isfinite(usd) else reservation.usd
+        tokens = max(reservation.tokens, tokens)
         with self._lock:
             self._unreserve(reservation)
             self._settled.append((self._clock(), usd, tokens))
@@ -129,7 +147,8 @@ class SpendLedger:
             self._spent_tokens += tokens
 
     def release(self, reservation: Reservation) -> None:
-        """The call failed before the provider reported usage: nothing is counted."""
+        """The provider did no work for the call (it refused it with an error status, or no
+        connection was made): nothing is charged."""
         with self._lock:
             self._unreserve(reservation)
 
@@ -196,3 +215,23 @@ def prompt_tokens(model: str, messages: Sequence[Mapping[str, str]], litellm: Mo
         return sum(
             len(str(m.get("content", "")).encode()) + _MESSAGE_OVERHEAD_TOKENS for m in messages
         )
+
+
+def reported_count(value: object) -> int:
+    """A token count as a reply reports it, read where it can be: a whole number of at least
+    0 (an integral float, ASCII digits as text) up to `MAX_REPORTED_TOKENS`; anything else
+    (missing, negative, NaN, other text, an object) is 0, which leaves the charge at the
+    call's estimate."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return min(max(value, 0), MAX_REPORTED_TOKENS)
+    if isinstance(value, float):
+        if math.isnan(value) or value <= 0:
+            return 0
+        return MAX_REPORTED_TOKENS if value >= MAX_REPORTED_TOKENS else math.ceil(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit():
+            return int(text) if len(text) <= _MAX_DIGITS else MAX_REPORTED_TOKENS
+    return 0

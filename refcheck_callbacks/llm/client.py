@@ -12,6 +12,7 @@ use only.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 import weakref
@@ -28,8 +29,9 @@ from refcheck_callbacks.llm.budget import (
     Reservation,
     SpendLedger,
     prompt_tokens,
+    reported_count,
 )
-from refcheck_callbacks.llm.failures import classify, retry_after
+from refcheck_callbacks.llm.failures import billable, classify, retry_after
 from refcheck_callbacks.llm.loading import load_litellm, unlogged, unlogged_call_flag
 from refcheck_callbacks.support.instrumentation import suppressed_instrumentation
 from refcheck_callbacks.support.logs import logger
@@ -250,11 +252,8 @@ class LLMClient:
             reservation = self._reserve(ask, n, spent)
             try:
                 response = await self._send(ask, n, remaining, spent)
-            except LLMCallError:
-                self._release(reservation)
-                raise
             except Exception as exc:
-                self._release(reservation)
+                self._end_unanswered(reservation, exc)
                 kind, retryable = classify(exc)
                 if not retryable or attempt > self.retry.max_retries:
                     why = "retries exhausted: " if retryable else ""
@@ -270,6 +269,9 @@ class LLMClient:
                     ) from exc
                 await asyncio.sleep(wait)
                 continue
+            except BaseException as exc:  # cancelled (a stage deadline): it was sent all the same
+                self._end_unanswered(reservation, exc)
+                raise
             return self._completion(response, spent, reservation)
 
     def _reserve(self, ask: _Ask, n: int, spent: _Spent) -> Reservation | None:
@@ -292,9 +294,16 @@ class LLMClient:
             )
         return reservation
 
-    def _release(self, reservation: Reservation | None) -> None:
-        if reservation is not None and self._ledger is not None:
-            self._ledger.release(reservation)
+    def _end_unanswered(self, reservation: Reservation | None, exc: BaseException) -> None:
+        """A call that ended without a reply we could read: charged its estimate where the
+        provider may bill it, else released (see `llm.budget`)."""
+        ledger = self._ledger
+        if reservation is None or ledger is None:
+            return
+        if billable(exc):
+            ledger.settle(reservation)
+        else:
+            ledger.release(reservation)
 
     async def _send(self, ask: _Ask, n: int, remaining: float, spent: _Spent) -> Any:
         timeout = min(self.request_timeout, remaining)
@@ -345,8 +354,8 @@ class LLMClient:
         self, response: Any, spent: _Spent, reservation: Reservation | None
     ) -> Completion:
         usage = getattr(response, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt = reported_count(getattr(usage, "prompt_tokens", None))
+        completion = reported_count(getattr(usage, "completion_tokens", None))
         spent.prompt_tokens += prompt
         spent.completion_tokens += completion
         spent.cost_usd = self._cost(response)
@@ -370,12 +379,13 @@ class LLMClient:
         """The price litellm knows for this model and these tokens; None when it knows none."""
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost")
-        if isinstance(cost, int | float):
-            return float(cost)
-        try:
-            return float(self.litellm.completion_cost(completion_response=response))
-        except Exception:
-            return None
+        if not isinstance(cost, int | float) or isinstance(cost, bool):
+            try:
+                cost = float(self.litellm.completion_cost(completion_response=response))
+            except Exception:
+                return None
+        # From the reported usage: a negative or NaN report prices as nothing known.
+        return float(cost) if math.isfinite(cost) and cost >= 0 else None
 
 
 def _top_logprobs(choice: Any) -> list[TopLogprobs]:

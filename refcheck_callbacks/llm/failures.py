@@ -12,6 +12,10 @@ import asyncio
 import socket
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_PROVIDER_SDKS = frozenset({"openai", "anthropic"})
+"""SDKs whose status errors mean the provider answered with that status."""
+_CONNECT_FAILURES = frozenset({"ConnectError", "ConnectTimeout", "ClientConnectorError"})
+"""The HTTP clients' errors (httpx, aiohttp) for a connection that was never made."""
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -42,7 +46,7 @@ def retry_after(exc: BaseException) -> float | None:
     return None
 
 
-def _chain(exc: BaseException, depth: int = 6) -> list[BaseException]:
+def _chain(exc: BaseException, depth: int = 8) -> list[BaseException]:
     """The exception and the ones it was raised from: litellm wraps the SDK's error, which
     wraps the HTTP client's, which wraps the socket's."""
     chain = [exc]
@@ -76,6 +80,38 @@ def _failed_to_connect(exc: BaseException) -> bool:
         isinstance(cause, ConnectionError | socket.gaierror) or "Connect" in type(cause).__name__
         for cause in _chain(exc)
     )
+
+
+def _answered_with_error(exc: BaseException) -> bool:
+    """Whether the provider itself answered with an error status (the HTTP client's or the
+    provider SDK's status error is in the chain; litellm's own exceptions carry a status
+    code too, 500 for a reply it could not read, so they do not count)."""
+    for cause in _chain(exc):
+        kind = type(cause)
+        package = kind.__module__.partition(".")[0]
+        if kind.__name__ == "HTTPStatusError" and package == "httpx":
+            return True
+        if package in _PROVIDER_SDKS and isinstance(getattr(cause, "status_code", None), int):
+            return True
+    return False
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """Whether the request never reached a server: refused, unresolvable, no connection made
+    in time (a reset after sending does not count: the provider may have done the work)."""
+    return any(
+        isinstance(cause, ConnectionRefusedError | socket.gaierror)
+        or type(cause).__name__ in _CONNECT_FAILURES
+        for cause in _chain(exc)
+    )
+
+
+def billable(exc: BaseException) -> bool:
+    """Whether the provider may bill a call that ended with `exc`: all but one it refused with
+    an error status or never received. A reply slower than our timeout, a connection dropped
+    after sending, a reply litellm could not read, a cancelled call: the provider may have
+    done the work, so a budget charges them (`llm.budget`)."""
+    return not (_failed_before_sending(exc) or _answered_with_error(exc) or _never_connected(exc))
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:

@@ -53,11 +53,31 @@ class Launch:
     """Seconds to wait for the replicas to load their models."""
 
 
+PORT_TAKEN = "could not bind"
+"""In the `ServiceStartError` of a service whose HTTP proxy could not bind its address."""
+
+
+def start_http(http_options: dict[str, Any]) -> None:
+    """`serve.start`, whose HTTP proxy binds `host:port` in an actor of its own: a port
+    another process holds fails the start, said as a `ServiceStartError` naming the address
+    (`PORT_TAKEN`), not as the proxy actor's traceback."""
+    try:
+        serve.start(http_options=http_options)
+    except Exception as exc:
+        if "Failed to bind to address" not in str(exc):
+            raise
+        where = f"{http_options.get('host')}:{http_options.get('port')}"
+        raise ServiceStartError(
+            f"the HTTP proxy {PORT_TAKEN} {where}: another process listens there; "
+            "pick another --port"
+        ) from None
+
+
 def _deploy_config(path: Path, launch: Launch) -> list[str]:
     """Deploy a Serve config file's applications; their names."""
     config = ServeDeploySchema.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     http = config.http_options.model_dump(exclude_unset=True)
-    serve.start(http_options={"host": launch.host, "port": launch.port, **http})
+    start_http({"host": launch.host, "port": launch.port, **http})
     # `serve run CONFIG` does the same: the controller builds each application from its
     # import path and applies the file's per-deployment options.
     from ray.serve.context import _get_global_client
@@ -100,7 +120,7 @@ def start(launch: Launch) -> list[str]:
     if launch.config is not None:
         names = _deploy_config(launch.config, launch)
     else:
-        serve.start(http_options={"host": launch.host, "port": launch.port})
+        start_http({"host": launch.host, "port": launch.port})
         application = build_application(launch.args, launch.checker, launch.extractor)
         serve.run(application, name=launch.name, route_prefix=launch.route_prefix)
         names = [launch.name]

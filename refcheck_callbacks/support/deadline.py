@@ -5,10 +5,16 @@ many steps they take: each step gets what is left of one `Deadline`. Some steps 
 do not control and that ignores its own timeout (an OpenTelemetry SDK flushing to an endpoint
 that never answers blocks for a minute whatever it is told). `SingleFlight` runs such a call on
 a daemon thread and waits for it only until the deadline.
+
+Every timeout the app hands us goes through `wait_limit` first: a timeout longer than any wait
+can be told (`MAX_WAIT_S`, about 24.8 days: the longest a child process or a selector can be
+waited for; `threading` stops at 292 years), infinity or None is a wait without end, never an
+`OverflowError`; a negative timeout or NaN waits not at all.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -19,12 +25,34 @@ from refcheck_callbacks.errors import RefCheckError
 
 R = TypeVar("R")
 
+MAX_WAIT_S = (2**31 - 1) / 1000
+"""The longest wait every primitive we wait on accepts: `poll` and `multiprocessing`'s `wait`
+take milliseconds as a C int. A longer timeout is a wait without end."""
+
+
+def wait_limit(timeout: float | None) -> float | None:
+    """The seconds to wait for `timeout`: None (no end) for None, infinity and anything above
+    `MAX_WAIT_S`; 0 for a negative number or NaN (waiting for nonsense would hang a shutdown);
+    else the timeout itself. Never raises, whatever number type it is given."""
+    if timeout is None:
+        return None
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an int past a float's range: longer than any wait
+        return None
+    except (TypeError, ValueError):
+        return 0.0
+    if math.isnan(seconds) or seconds <= 0.0:
+        return 0.0
+    return None if seconds > MAX_WAIT_S else seconds
+
 
 class Deadline:
-    """A point in time; None means no deadline."""
+    """A point in time; None means no deadline (see `wait_limit` for what a timeout means)."""
 
     def __init__(self, timeout: float | None) -> None:
-        self._at = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        seconds = wait_limit(timeout)
+        self._at = None if seconds is None else time.monotonic() + seconds
 
     def remaining(self) -> float | None:
         """Seconds left (never negative), or None when there is no deadline."""

@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import time
 from collections.abc import Callable, Sequence
 
 import pytest
 from deadlines import SLACK
-from loopback_servers import HugeReplyServer
+from loopback_servers import HugeReplyServer, closed_port
 from memory import peak_rss_growth
 from pydantic import ValidationError
 from scripted_openai_server import Received, Reply, ScriptedOpenAIServer
@@ -194,15 +193,9 @@ def test_a_deadline_reached_after_failed_tries_names_what_the_tries_met(
     assert checker.stats()["failures"] == {"unavailable": 1}
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_service_that_is_down_is_retried_then_failed_within_the_deadline() -> None:
     checker = RemoteChecker(
-        f"http://127.0.0.1:{_closed_port()}", RemoteOptions(retry=FAST_RETRY, deadline=1.0)
+        f"http://127.0.0.1:{closed_port()}", RemoteOptions(retry=FAST_RETRY, deadline=1.0)
     )
     verdicts, elapsed = _check(checker, _items(2, 2))
     assert elapsed < checker.client.options.deadline + SLACK
@@ -286,7 +279,7 @@ def test_calls_in_flight_are_bounded_by_concurrency(llm_server: ScriptedOpenAISe
 
 def test_in_a_monitor_results_say_service_and_a_dead_service_is_a_counted_error() -> None:
     up = RemoteChecker(
-        f"http://127.0.0.1:{_closed_port()}", RemoteOptions(retry=FAST_RETRY, deadline=0.5)
+        f"http://127.0.0.1:{closed_port()}", RemoteOptions(retry=FAST_RETRY, deadline=0.5)
     )
     with RefCheckMonitor(checker=up, exporters=[]) as monitor:
         result = monitor.check(answer="Paris is in France.", references=["Paris is in France."])

@@ -1,7 +1,8 @@
 """A RAG-app stand-in for the end-to-end tests: a real RefCheckMonitor, scraped by Prometheus.
 
 Run as `python refcheck_metrics_app.py PORT FEEDBACK_FILE`. It sets up OpenTelemetry metrics
-with the Prometheus exporter on 127.0.0.1:PORT, builds monitors with the default exporter wiring
+with the Prometheus exporter on 127.0.0.1:PORT (0: a free port, which its ready line names),
+builds monitors with the default exporter wiring
 (the first writes people's feedback to FEEDBACK_FILE), then reads one JSON command per stdin line
 and answers each with one JSON line of running totals:
 
@@ -154,7 +155,7 @@ def main(port: int, feedback_file: str) -> None:
     reader = PrometheusMetricReader()
     resource = Resource.create({"service.name": "refcheck-e2e"})
     metrics.set_meter_provider(MeterProvider([reader], resource=resource))
-    start_http_server(port, addr="127.0.0.1")
+    server, _ = start_http_server(port, addr="127.0.0.1")
 
     totals = Totals()
     checker = ScriptedChecker()
@@ -172,7 +173,7 @@ def main(port: int, feedback_file: str) -> None:
     )
     rng = random.Random(7)
     submitted = 0
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "port": server.server_port}), flush=True)
     for line in sys.stdin:
         command = json.loads(line)
         for _ in range(command.get("answers", 0)):

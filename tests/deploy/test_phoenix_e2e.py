@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.error
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from free_ports import PortTaken, start_on_a_port, unassigned_ports
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
@@ -59,48 +59,57 @@ ANSWER = " ".join(CLAIMS)
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
 
 
-@pytest.fixture(scope="module")
-def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Phoenix server on 127.0.0.1 with a throwaway working dir; yields its base URL."""
-    if not PHOENIX.exists():
-        subprocess.run(["make", "-C", str(ROOT), "phoenix-venv"], check=True, timeout=900)
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PHOENIX_WORKING_DIR": str(tmp_path_factory.mktemp("phoenix")),
-        "PHOENIX_HOST": "127.0.0.1",
-        "PHOENIX_PORT": str(port),
-        "PHOENIX_GRPC_PORT": str(_free_port()),
-        "PHOENIX_TELEMETRY_ENABLED": "false",
-    }
-    log = tmp_path_factory.mktemp("phoenix-log") / "phoenix.log"
+PORT_TAKEN = ("address already in use", "Errno 98", "Failed to bind")
+"""What Phoenix's log says when a port it was given is held by another process."""
+
+
+def _start_phoenix(env: dict[str, str], log: Path, port: int) -> subprocess.Popen[bytes]:
+    """Phoenix serving on `port` (its gRPC port from `unassigned_ports` too), once it answers;
+    `PortTaken` when one of its ports was held after all."""
+    env = {**env, "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(next(unassigned_ports()))}
     with log.open("w") as out:
         process = subprocess.Popen(
             [str(PHOENIX), "serve"], env=env, stdout=out, stderr=subprocess.STDOUT
         )
-    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).close()
+            return process
+        except OSError:
+            if process.poll() is not None:
+                output = log.read_text()
+                if any(sign in output for sign in PORT_TAKEN):
+                    raise PortTaken(output[-500:]) from None
+                pytest.fail(f"Phoenix did not start:\n{output[-3000:]}")
+            if time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"Phoenix did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Phoenix server on 127.0.0.1 with a throwaway working dir; yields its base URL. It
+    cannot bind port 0 and say which it got: its ports are below the ephemeral range, and it
+    starts again on others should one be held (`free_ports`)."""
+    if not PHOENIX.exists():
+        subprocess.run(["make", "-C", str(ROOT), "phoenix-venv"], check=True, timeout=900)
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(tmp_path_factory.mktemp("phoenix")),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    log = tmp_path_factory.mktemp("phoenix-log") / "phoenix.log"
+    process, port = start_on_a_port(lambda port: _start_phoenix(env, log, port))
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/healthz", timeout=2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"Phoenix did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.5)
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from feedback_records import calibrate_records
+from free_ports import OutputWatch
 
 from refcheck_callbacks.alerting.rules import rules_yaml
 from refcheck_callbacks.alerting.share_rules import BASELINE_READY, CONTRADICTION
@@ -55,12 +55,6 @@ RISE = E2E_TUNABLES.contradiction_rise
 DASHBOARD_VARIABLES = {"$service": JOB, "$__rate_interval": "2m", "$__range": "5m"}
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -127,17 +121,17 @@ def feedback_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app(feedback_file: Path) -> Iterator[App]:
-    port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(APP), str(port), str(feedback_file)],
+        [sys.executable, str(APP), "0", str(feedback_file)],  # it binds a free port, says which
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert process.stdout is not None
-        assert json.loads(process.stdout.readline()) == {"ready": True}
-        yield App(process, port)
+        ready = json.loads(process.stdout.readline())
+        assert ready["ready"] is True
+        yield App(process, int(ready["port"]))
     finally:
         if process.stdin is not None:
             process.stdin.close()
@@ -162,20 +156,22 @@ def prometheus(app: App, tmp_path: Path) -> Iterator[Prometheus]:
         ],
     }
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = _free_port()
     process = subprocess.Popen(
         [
             binary,
             f"--config.file={tmp_path / 'prometheus.yml'}",
             f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--log.level=warn",
+            "--web.listen-address=127.0.0.1:0",  # a free port, which its log names
+            "--log.level=info",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
-    server = Prometheus(port)
+    assert process.stderr is not None
+    log = OutputWatch(process.stderr)
     try:
+        server = Prometheus(log.port(r'msg="Listening on" address=127\.0\.0\.1:(?P<port>\d+)'))
         _wait_until(lambda: server.query(f'up{{job="{JOB}"}} == 1'), 30, "the first scrape")
         yield server
     finally:

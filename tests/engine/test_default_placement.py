@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from free_ports import OutputWatch
 from scripted_checkers import KeywordChecker
 
 from refcheck_callbacks import Outcome, Placement, PlacementWarning, RefCheckMonitor
@@ -189,32 +189,32 @@ def test_a_notebook_kernel_starts_a_child() -> None:
     assert "".join(outputs).strip() == "process checked True"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(request: pytest.FixtureRequest) -> Iterator[str]:
     """A web server running tests/helpers/server_apps.py (its command, from the test's
-    parameter, with {port}); yields its URL."""
-    port = _free_port()
-    command = [sys.executable, "-m", *request.param.format(port=port).split()]
+    parameter, with {port}: 0, the server binds a free one and says which); yields its URL."""
+    command = [sys.executable, "-m", *request.param.format(port=0).split()]
     process = subprocess.Popen(
         command, cwd=HELPERS, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+    assert process.stdout is not None
+    output = OutputWatch(process.stdout)
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{output.port(LISTENING)}/"
     finally:
         process.terminate()
         try:
-            output, _ = process.communicate(timeout=30)
+            process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-            output, _ = process.communicate()
-        assert "Traceback" not in output, output[-3000:]
-        assert "PlacementWarning" not in output, output[-3000:]
+            process.wait()
+        text = output.text()
+        assert "Traceback" not in text, text[-3000:]
+        assert "PlacementWarning" not in text, text[-3000:]
+
+
+LISTENING = r"(?:running on http://|Listening at: http://|Listening on )127\.0\.0\.1:(?P<port>\d+)"
+"""How uvicorn, gunicorn and tests/helpers/forking_server.py say the port they bound."""
 
 
 def _answers(url: str, count: int) -> list[list[str]]:

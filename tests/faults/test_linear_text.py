@@ -165,6 +165,13 @@ CASES: list[tuple[str, Callable[[str], Any], int, list[str]]] = [
             "Reasoning: r\n",
             "\n",
             "#",
+            '"',
+            '"\n',
+            "\u201c\n",
+            "```\n",
+            "> Label: Entailment\n",
+            'Label: Neutral "a" "b"\n',
+            "`",
         ],
     ),
 ]

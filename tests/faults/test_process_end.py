@@ -25,10 +25,10 @@ SLACK = 3.0
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGTERM"), reason="POSIX signals")
 
 
-def _start(mode: str, folder: Path) -> tuple[subprocess.Popen[str], int]:
+def _start(mode: str, folder: Path, *timeout: str) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HELPERS), *sys.path])}
     app = subprocess.Popen(
-        [sys.executable, str(HELPERS / "ending_app.py"), mode, str(folder)],
+        [sys.executable, str(HELPERS / "ending_app.py"), mode, str(folder), *timeout],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -96,4 +96,21 @@ def test_sigterm_over_the_apps_own_handler_flushes_first_then_the_app_goes_on(
     assert app.returncode == 0, stderr
     assert f"app handler saw {accepted}" in stdout, stdout  # flushed before chaining
     assert "after checked" in stdout
+    assert not _dropped(tmp_path)
+
+
+@pytest.mark.parametrize("timeout", ["1e10", "inf"])
+@pytest.mark.parametrize("mode", ["exit", "sigterm"])
+def test_a_timeout_too_long_to_wait_delivers_everything_at_exit(
+    mode: str, timeout: str, tmp_path: Path
+) -> None:
+    """Issue 47: with `exit_timeout=1e10`, 0 of 3 results were delivered at exit and a
+    traceback was printed (`threading` cannot wait that long). It is a wait without end."""
+    app, accepted = _start(mode, tmp_path, timeout)
+    if mode == "sigterm":
+        app.send_signal(signal.SIGTERM)
+    _, stderr = app.communicate(timeout=60)
+    assert app.returncode == (0 if mode == "exit" else -signal.SIGTERM), stderr
+    assert "Traceback" not in stderr and "OverflowError" not in stderr, stderr
+    assert _delivered(tmp_path) == accepted == 3
     assert not _dropped(tmp_path)

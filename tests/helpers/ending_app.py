@@ -1,4 +1,5 @@
-"""An app whose process ends with work still queued: run as `python ending_app.py MODE DIR`.
+"""An app whose process ends with work still queued: run as
+`python ending_app.py MODE DIR [TIMEOUT]`.
 
 It submits answers to a monitor on a slow checker, prints `accepted N` and `ready`, then:
 - `exit`: returns, leaving the atexit hook (`exit_timeout=2`) to finish or count the rest;
@@ -8,6 +9,10 @@ It submits answers to a monitor on a slow checker, prints `accepted N` and `read
   results had been delivered when it ran, then lets the app go on and check one more answer;
 - `two-monitors`: as `sigterm`, with the answers split between two monitors that each install
   their handlers (the second chains to the first, which chains to the default action).
+
+TIMEOUT (default 2 for `exit`, 1 for the signal modes) is the monitor's `exit_timeout` and
+the handlers' timeout; with it given, `exit` and `sigterm` submit 3 answers, not a queue full
+(a timeout too long to wait is a wait without end: all 3 are to be delivered).
 
 Every delivered result is appended to DIR/delivered and every count the monitor records to
 DIR/counts, each line flushed at once, so the test reads them even after a signal killed us.
@@ -44,7 +49,7 @@ class CountsFile(Exporter):
         pass
 
 
-def main(mode: str, folder: Path) -> None:
+def main(mode: str, folder: Path, timeout: float | None = None) -> None:
     delivered = (folder / "delivered").open("a", buffering=1)
     lock = threading.Lock()
 
@@ -52,14 +57,14 @@ def main(mode: str, folder: Path) -> None:
         with lock:
             delivered.write(f"{result.request.request_id} {result.outcome.value}\n")
 
-    count = 2048 if mode == "exit" else 500
+    count = 3 if timeout is not None else 2048 if mode == "exit" else 500
     monitors = [
         RefCheckMonitor(
             checker=SlowChecker(seconds=0.2),
             on_result=record,
             exporters=[CountsFile(folder / "counts")],
             max_queue=count,
-            exit_timeout=2.0,
+            exit_timeout=2.0 if timeout is None else timeout,
         )
         for _ in range(2 if mode == "two-monitors" else 1)
     ]
@@ -76,7 +81,8 @@ def main(mode: str, folder: Path) -> None:
         signal.signal(signal.SIGTERM, app_handler)
     if mode != "exit":
         for each in monitors:
-            each.install_signal_handlers(timeout=30.0 if mode == "app-handler" else 1.0)
+            signal_timeout = 30.0 if mode == "app-handler" else 1.0
+            each.install_signal_handlers(timeout=signal_timeout if timeout is None else timeout)
     accepted = sum(
         monitors[i % len(monitors)].submit(
             answer=f"Claim {i} is in Paris.", references=["It is in Paris."]
@@ -96,4 +102,4 @@ def main(mode: str, folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main(sys.argv[1], Path(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else None)

@@ -1,5 +1,6 @@
 """A forking WSGI server (a process per request, forked from the server that built the
-monitor) serving `server_apps.wsgi`: `python -m forking_server PORT`."""
+monitor) serving `server_apps.wsgi`: `python -m forking_server PORT` (0: a free port), which
+prints `Listening on 127.0.0.1:PORT` once it listens."""
 
 from __future__ import annotations
 
@@ -15,4 +16,5 @@ if __name__ == "__main__":
 
     server = ForkingWSGIServer(("127.0.0.1", int(sys.argv[1])), WSGIRequestHandler)
     server.set_app(wsgi)
+    print(f"Listening on 127.0.0.1:{server.server_port}", flush=True)
     server.serve_forever()

@@ -1,6 +1,6 @@
 """Misbehaving servers on 127.0.0.1 for the fault suite: real sockets, no mocks.
 
-- `closed_port()`: a port nothing listens on (connections are refused);
+- `closed_port()`: a port nothing listens on (connections are refused), held bound;
 - `BlackHole`: accepts connections and never answers (an endpoint behind a dead proxy);
 - `RawHTTPServer`: answers every request with bytes a test chooses, at a rate it chooses (a
   slow drip of a valid reply, a 10 MB body, garbage), optionally its first bytes at once (the
@@ -18,12 +18,18 @@ import threading
 import time
 from collections.abc import Callable
 
+_HELD: list[socket.socket] = []
+"""The sockets behind `closed_port`, held until the tests end."""
+
 
 def closed_port() -> int:
-    """A loopback port that refuses connections (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A loopback port that refuses connections: bound and never listening, held as long as
+    the tests run, so that no other process can take it and answer (a port released again,
+    as this once was, can be)."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    _HELD.append(held)
+    return int(held.getsockname()[1])
 
 
 class _Listener:

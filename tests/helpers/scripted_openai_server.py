@@ -20,6 +20,10 @@ PRICED_MODEL = "openai/gpt-4o-mini"
 """A model litellm has a price for: cost is computed from the server's token counts."""
 UNPRICED_MODEL = "openai/served-by-vllm"
 """A name only our server knows, as with a self-hosted vLLM model: no cost, tokens only."""
+COUNTED = object()
+"""`Reply.usage` by default: the usage object made of `prompt_tokens` and `completion_tokens`."""
+NO_USAGE = object()
+"""`Reply.usage` for a reply without a `usage` key at all."""
 
 
 @dataclass
@@ -44,6 +48,10 @@ class Reply:
     top_logprobs: list[dict[str, float]] | None = None
     """Per generated token, the likeliest tokens and their log-probabilities (as vLLM returns
     them for `logprobs=true`); the first of each step is the token generated."""
+    usage: Any = COUNTED
+    """The `usage` sent: by default the counts above; `NO_USAGE` leaves the key out; anything
+    else is sent as it is (null, zeros, negatives, text, a huge number: what providers and
+    proxies have been seen to send)."""
 
 
 @dataclass
@@ -71,7 +79,7 @@ Responder = Callable[[Received], Reply]
 def completion_body(reply: Reply, request: Received) -> dict[str, Any]:
     n = int(request.body.get("n") or 1)
     contents = reply.content if isinstance(reply.content, list) else [reply.content] * n
-    return {
+    body = {
         "id": f"chatcmpl-{int(request.at * 1e6)}",
         "object": "chat.completion",
         "created": int(request.at),
@@ -85,12 +93,16 @@ def completion_body(reply: Reply, request: Received) -> dict[str, Any]:
             }
             for i, text in enumerate(contents)
         ],
-        "usage": {
+    }
+    if reply.usage is COUNTED:
+        body["usage"] = {
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-        },
-    }
+        }
+    elif reply.usage is not NO_USAGE:
+        body["usage"] = reply.usage
+    return body
 
 
 def _logprobs(steps: list[dict[str, float]] | None) -> dict[str, Any] | None:

@@ -145,3 +145,45 @@ def test_works_beside_openinference_and_undoes_cleanly_in_any_order(
     chain.invoke("How tall is the Eiffel Tower?")
     assert monitor.flush(30)
     assert len(sink.results) == 2
+
+
+@pytest.mark.parametrize("first", ["openinference", "refcheck"])
+def test_another_instrumentors_uninstrument_never_removes_ours_nor_ours_theirs(
+    first: str, chain: Any, monitor: RefCheckMonitor, sink: Any
+) -> None:
+    """Issue 47: OpenInference's `LangChainInstrumentor` instrumented first and ours second,
+    its `uninstrument()` silently turned refcheck off (0 results for 20 answers): it puts back
+    the `BaseCallbackManager.__init__` it saw, dropping a wrapper installed after it. Ours is
+    no wrapper; in either order each one's uninstrument leaves the other working."""
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    openinference = LangChainInstrumentor()
+
+    def traced() -> int:
+        chain.invoke("How tall is the Eiffel Tower?")
+        assert monitor.flush(30)
+        count = len(spans.get_finished_spans())
+        spans.clear()
+        return count
+
+    try:
+        for name in (first, "refcheck" if first == "openinference" else "openinference"):
+            if name == "openinference":
+                openinference.instrument(tracer_provider=provider)
+            else:
+                instrument_langchain(monitor)
+        assert traced() > 0 and len(sink.results) == 1
+
+        openinference.uninstrument()
+        for _ in range(3):
+            assert traced() == 0  # theirs is off...
+        assert len(sink.results) == 4  # ...ours is not
+
+        openinference.instrument(tracer_provider=provider)
+        uninstrument_langchain()
+        assert traced() > 0  # ours off leaves theirs on
+        assert len(sink.results) == 4
+    finally:
+        openinference.uninstrument()
+    assert monitor.stats.snapshot() == {}

@@ -6,54 +6,39 @@ the answer's tokens at most `max_tokens`)."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
+from billing_judge import USAGE_SHAPES, judging, provider_bill, sixteen_answers
+from loopback_servers import closed_port
 from scripted_openai_server import (
     PRICED_MODEL,
     UNPRICED_MODEL,
-    Received,
     Reply,
     ScriptedOpenAIServer,
 )
 from telemetry import Telemetry
 
-from refcheck_callbacks import CheckRequest, CheckResult, RefCheckMonitor
+from refcheck_callbacks import CheckRequest, RefCheckMonitor
 from refcheck_callbacks.check.judge.checker import LLMChecker
 from refcheck_callbacks.errors import BudgetError
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.extract.triplets import LLMExtractor
 from refcheck_callbacks.llm.budget import (
     BUDGET_EXHAUSTED,
+    MAX_REPORTED_TOKENS,
     JudgeBudget,
     SpendLedger,
     TokenPrice,
+    reported_count,
 )
-from refcheck_callbacks.llm.loading import load_litellm
+from refcheck_callbacks.llm.client import LLMCallError, LLMClient
+from refcheck_callbacks.support.retry import RetryPolicy
 
 pytestmark = pytest.mark.timeout(120)
 
-ANSWER_TOKENS = 100_000
-"""What the scripted judge would write: every reply is billed the whole `max_tokens`, the
-worst case a reservation must cover."""
 FALLBACK = "py:scripted_checkers:KeywordChecker"
 """A real checker that needs no model: the budget's fallback in these tests."""
-
-
-def _judging(server: ScriptedOpenAIServer, delay: float = 0.3) -> list[tuple[int, int]]:
-    """Script the server as a judge that reports true usage; returns the (prompt, completion)
-    tokens of every reply it sends, as the provider would bill them."""
-    litellm = load_litellm()
-    billed: list[tuple[int, int]] = []
-
-    def judge(request: Received) -> Reply:
-        prompt = int(litellm.token_counter(model=PRICED_MODEL, messages=request.messages))
-        completion = min(ANSWER_TOKENS, int(request.body.get("max_tokens") or ANSWER_TOKENS))
-        billed.append((prompt, completion))
-        reply = "Claim 1:\nReasoning: Document 1 says so.\nLabel: Entailment"
-        return Reply(content=reply, delay=delay, prompt_tokens=prompt, completion_tokens=completion)
-
-    server.respond(judge)
-    return billed
 
 
 def test_the_ledger_holds_what_is_in_flight_and_frees_what_leaves_the_window() -> None:
@@ -62,14 +47,51 @@ def test_the_ledger_holds_what_is_in_flight_and_frees_what_leaves_the_window() -
     first = ledger.reserve(0.4, 600)
     assert first is not None
     assert ledger.reserve(0.1, 500) is None  # 600 held + 500 > 1000 tokens: not sent
-    ledger.settle(first, 0.3, 450)  # the reply used less than it held
-    second = ledger.reserve(0.6, 500)
-    assert second is not None and ledger.used() == pytest.approx(0.95)
-    assert ledger.reserve(0.2, 10) is None  # 0.3 + 0.6 + 0.2 > 1 USD
-    ledger.release(second)  # failed before any usage was reported
-    assert ledger.spent() == (pytest.approx(0.3), 450)
-    now[0] = 60.0  # the settled call leaves the rolling window
-    assert ledger.spent() == (0.0, 0) and ledger.reserve(0.9, 990) is not None
+    ledger.settle(first, 0.3, 350)  # a reply reporting less is charged its estimate
+    assert ledger.spent() == (pytest.approx(0.4), 600)
+    second = ledger.reserve(0.5, 400)
+    assert second is not None and ledger.used() == pytest.approx(1.0)
+    assert ledger.reserve(0.05, 1) is None  # 0.4 + 0.5 + 0.05 > 1 USD... and 1001 tokens
+    ledger.release(second)  # refused by the provider: nothing is charged
+    assert ledger.spent() == (pytest.approx(0.4), 600)
+    third = ledger.reserve(0.1, 100)
+    assert third is not None
+    ledger.settle(third, 0.2, 300)  # a reply reporting more raises the charge
+    assert ledger.spent() == (pytest.approx(0.6), 900)
+    now[0] = 60.0  # the settled calls leave the rolling window
+    assert ledger.spent() == (pytest.approx(0.0), 0) and ledger.reserve(0.9, 990) is not None
+
+
+@pytest.mark.parametrize(
+    ("reported", "read"),
+    [
+        (120, 120),
+        (0, 0),
+        (-500, 0),
+        (True, 0),
+        (12.2, 13),
+        (math.nan, 0),
+        (math.inf, MAX_REPORTED_TOKENS),
+        (10**30, MAX_REPORTED_TOKENS),
+        ("1500", 1500),
+        (" 7 ", 7),
+        ("lots", 0),
+        ("¹⁰⁰⁰", 0),
+        ("-5", 0),
+        ("9" * 40, MAX_REPORTED_TOKENS),
+        (None, 0),
+        ({"tokens": 5}, 0),
+    ],
+)
+def test_a_reported_count_is_read_where_it_can_be_and_never_lowers_the_charge(
+    reported: object, read: int
+) -> None:
+    assert reported_count(reported) == read
+    ledger = SpendLedger(JudgeBudget(tokens=10**18))
+    reservation = ledger.reserve(0.0, 500)
+    assert reservation is not None
+    ledger.settle(reservation, math.nan, reported_count(reported))
+    assert ledger.spent() == (0.0, max(500, read))
 
 
 def test_an_unpriced_model_refuses_a_usd_cap_unless_priced_or_unlimited(
@@ -91,34 +113,15 @@ def test_an_unpriced_model_refuses_a_usd_cap_unless_priced_or_unlimited(
 def test_spend_never_passes_the_budget_under_16_concurrent_answers(
     llm_server: ScriptedOpenAIServer, telemetry: Telemetry
 ) -> None:
-    billed = _judging(llm_server)
-    litellm = load_litellm()
+    billed = judging(llm_server)
     # About six calls' worth: sixteen sent at once (no reservations) would bill ~14,500 tokens.
     budget = JudgeBudget(usd=0.003, tokens=6000, window_s=3600, fallback_checker=FALLBACK)
     judge = LLMChecker(PRICED_MODEL, llm_server.api_base, "k")
     judge.client.concurrency = 16
-    results: list[CheckResult] = []
-    with RefCheckMonitor(
-        checker=judge,
-        placement="thread",
-        judge_budget=budget,
-        exporters=[telemetry.exporter()],
-        on_result=results.append,
-        batch_size=16,
-        max_wait=0.5,
-        conflict=None,
-    ) as monitor:
-        for n in range(16):
-            monitor.submit(
-                question=f"When did the museum open? ({n})",
-                answer="The Louvre opened to the public in 1793.",
-                references=["The Louvre opened to the public in 1793, during the Revolution."],
-            )
-        assert monitor.flush(60)
+    results = sixteen_answers(judge, budget, [telemetry.exporter()])
 
-    assert len(results) == 16 and llm_server.max_in_flight >= 4  # the calls did overlap
-    tokens = sum(prompt + completion for prompt, completion in billed)
-    usd = sum(sum(litellm.cost_per_token(PRICED_MODEL, p, c)) for p, c in billed)
+    assert llm_server.max_in_flight >= 4  # the calls did overlap
+    tokens, usd = provider_bill(billed)
     assert tokens <= budget.tokens and usd <= budget.usd  # what the provider billed
     assert tokens > budget.tokens * 0.8  # ...and the budget was not left mostly unspent
     verdicts = [v for r in results for v in r.verdicts]
@@ -156,7 +159,7 @@ def test_spend_never_passes_the_budget_under_16_concurrent_answers(
 def test_a_refused_extraction_goes_to_the_fallback_extractor(
     llm_server: ScriptedOpenAIServer,
 ) -> None:
-    _judging(llm_server)
+    judging(llm_server)
     extractor = LLMExtractor(
         UNPRICED_MODEL, llm_server.api_base, "k", budget=JudgeBudget(tokens=50)
     )
@@ -178,7 +181,7 @@ def test_the_budget_reaches_a_checking_process_and_refuses_there(
     """The default placement builds the judge in a child: the budget goes with the recipe."""
     monkeypatch.setenv("OPENAI_API_BASE", llm_server.api_base)
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    _judging(llm_server, delay=0.0)
+    judging(llm_server, delay=0.0)
     budget = JudgeBudget(tokens=1, fallback_checker=FALLBACK)  # no call fits
     with RefCheckMonitor(
         checker=f"llm:{UNPRICED_MODEL}", placement="process", judge_budget=budget, exporters=[]
@@ -198,7 +201,7 @@ def test_the_monitor_takes_its_budget_from_the_environment(
     """REFCHECK_JUDGE_BUDGET_* caps a monitor built with no judge_budget keyword."""
     monkeypatch.setenv("OPENAI_API_BASE", llm_server.api_base)
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    _judging(llm_server, delay=0.0)
+    judging(llm_server, delay=0.0)
     judge = f"llm:{UNPRICED_MODEL}"
     monkeypatch.setenv("REFCHECK_JUDGE_BUDGET_USD", "1")
     with pytest.raises(BudgetError, match="no price in litellm's cost map"):
@@ -212,3 +215,79 @@ def test_the_monitor_takes_its_budget_from_the_environment(
     assert llm_server.chat_requests() == []
     [verdict] = result.verdicts
     assert verdict.fallback == BUDGET_EXHAUSTED and verdict.decided_by != "llm-adherence"
+
+
+# litellm warns of the text and NaN counts it cannot read (then raises): that is the case.
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+@pytest.mark.parametrize("shape", sorted(USAGE_SHAPES))
+def test_the_cap_holds_from_our_estimate_whatever_usage_the_provider_reports(
+    shape: str, llm_server: ScriptedOpenAIServer, telemetry: Telemetry
+) -> None:
+    """Each call is charged its estimate (prompt plus `max_tokens`) before it is sent, and a
+    report can only raise that: what the provider bills stays within the cap under 16
+    concurrent answers, two rounds of them, and the claims past it go to the fallback,
+    counted."""
+    billed = judging(llm_server, usage=USAGE_SHAPES[shape])
+    budget = JudgeBudget(usd=0.003, tokens=6000, window_s=3600, fallback_checker=FALLBACK)
+    judge = LLMChecker(PRICED_MODEL, llm_server.api_base, "k")
+    judge.client.concurrency = 16
+    judge.client.retry = RetryPolicy(max_retries=3, backoff=0.01)
+    results = sixteen_answers(judge, budget, [telemetry.exporter()], rounds=2)
+
+    tokens, usd = provider_bill(billed)
+    assert 0 < tokens <= budget.tokens and usd <= budget.usd  # what the provider billed
+    verdicts = [v for r in results for v in r.verdicts]
+    fallen = [v for v in verdicts if v.fallback == BUDGET_EXHAUSTED]
+    assert len(fallen) > 0 and {v.decided_by for v in fallen} == {"keyword"}
+    [refused] = telemetry.points(names.LLM_BUDGET_FALLBACKS).values()
+    assert refused.value == len(fallen)
+    [used] = telemetry.points(names.LLM_BUDGET_UTILIZATION).values()
+    # (A huge report raises the charge past the cap: the gauge then reads above 1.)
+    assert used.value > 0.5 and (used.value <= 1.0 or shape == "huge")
+    exported = telemetry.metrics().get(names.LLM_TOKENS)  # none where nothing was reported
+    assert exported is None or all(p.value >= 0 for p in exported.data.data_points)
+
+
+def test_a_reply_slower_than_the_request_timeout_is_still_billed(
+    llm_server: ScriptedOpenAIServer, telemetry: Telemetry
+) -> None:
+    """The provider writes (and bills) an answer the client stopped waiting for: each timed
+    out request, retries included, is charged its estimate."""
+    billed = judging(llm_server, delay=5.0)
+    budget = JudgeBudget(usd=0.003, tokens=6000, window_s=3600, fallback_checker=FALLBACK)
+    client = LLMClient(
+        PRICED_MODEL,
+        llm_server.api_base,
+        "k",
+        concurrency=16,
+        request_timeout=1.0,
+        deadline=20.0,
+        retry=RetryPolicy(max_retries=3, backoff=0.01),
+    )
+    results = sixteen_answers(LLMChecker(client), budget, [telemetry.exporter()], rounds=2)
+    tokens, usd = provider_bill(billed)
+    assert 0 < tokens <= budget.tokens and usd <= budget.usd
+    verdicts = [v for r in results for v in r.verdicts]
+    # A timed-out call's retry is refused once the budget is spent: its claims fall back too.
+    fallen = [v for v in verdicts if v.fallback == BUDGET_EXHAUSTED]
+    assert fallen and all(v.fallback == BUDGET_EXHAUSTED or v.error_type for v in verdicts)
+
+
+def test_a_call_the_provider_refused_or_never_received_is_not_charged(
+    llm_server: ScriptedOpenAIServer,
+) -> None:
+    """An error status (429, 400, 500) or a refused connection: no work, no charge."""
+    ledger = SpendLedger(JudgeBudget(tokens=10**9))
+    for status in (429, 400, 500):
+        llm_server.queue(Reply(status=status, content="no"))
+        client = LLMClient(UNPRICED_MODEL, llm_server.api_base, "k", retry=RetryPolicy(0))
+        client.limit_spend(ledger)
+        with pytest.raises(LLMCallError):
+            asyncio.run(client.complete([{"role": "user", "content": "hi"}], max_tokens=10))
+    client = LLMClient(
+        UNPRICED_MODEL, f"http://127.0.0.1:{closed_port()}/v1", "k", retry=RetryPolicy(0)
+    )
+    client.limit_spend(ledger)
+    with pytest.raises(LLMCallError):
+        asyncio.run(client.complete([{"role": "user", "content": "hi"}], max_tokens=10))
+    assert ledger.spent() == (0.0, 0) and ledger.used() == 0.0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
 from litellm.integrations.custom_logger import CustomLogger
+from loopback_servers import closed_port
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from scripted_openai_server import PRICED_MODEL, UNPRICED_MODEL, Reply, ScriptedOpenAIServer
@@ -193,9 +193,7 @@ def test_a_missing_api_key_fails_at_once_without_retries(
 
 
 def test_a_refused_connection_is_reported_as_a_connection_error() -> None:
-    with socket.socket() as probe:  # a port that was just free: nothing listens on it
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()  # held bound, never listening: connections are refused
     refused = LLMClient(
         UNPRICED_MODEL, api_base=f"http://127.0.0.1:{port}/v1", api_key="k", retry=FAST_RETRIES
     )

@@ -9,6 +9,7 @@ loopback only, every process of it, and a service without a token says so once.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -23,10 +24,12 @@ import httpx
 import pytest
 import yaml
 from app_processes import RAG_ANSWERS, RemoteApp
+from free_ports import PortTaken, start_on_a_port, unassigned_ports
 from listening_sockets import listening, process_tree
 from required import import_or_skip
 
 import_or_skip("ray", "the serve extra is not installed")
+from refcheck_callbacks.serve.launch import PORT_TAKEN  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +37,6 @@ TOKEN = "cli-test-token"
 DEADLINE = 3.0
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / "tests" / "helpers"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Service:
@@ -60,13 +57,18 @@ class Service:
                 cwd=REPO,
             )
 
-    def wait_ready(self, timeout: float = 180.0) -> None:
+    def wait_ready(self, timeout: float = 180.0) -> Service:
+        """The service, once it says it is ready; `PortTaken` when it said that another
+        process holds its port (and ended)."""
         deadline = time.monotonic() + timeout
         while "refcheck serve: ready at" not in self.log.read_text(errors="replace"):
+            if self.process.poll() is not None and PORT_TAKEN in self.log.read_text():
+                raise PortTaken(self.log.read_text()[-500:])
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
                 pytest.fail(f"refcheck serve did not start:\n{self.log.read_text()[-4000:]}")
             time.sleep(0.5)
+        return self
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -80,13 +82,7 @@ class Service:
             self.process.wait()
 
 
-@pytest.fixture
-def port() -> int:
-    return _free_port()
-
-
-@pytest.fixture
-def cpu_config(tmp_path: Path, port: int) -> Path:
+def _cpu_config(tmp_path: Path, port: int) -> Path:
     """deploy/ray/serve-config.yaml with the embedded checker on CPU, on 127.0.0.1:port."""
     config = yaml.safe_load((REPO / "deploy/ray/serve-config.yaml").read_text())
     config["http_options"] = {"host": "127.0.0.1", "port": port}
@@ -99,6 +95,13 @@ def cpu_config(tmp_path: Path, port: int) -> Path:
     path = tmp_path / "serve-config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def _started(services: list[Service], log: Path, *options: str, **kwargs: Any) -> Service:
+    """A `refcheck serve` with `options` (its `--port` among them), once it is ready."""
+    service = Service(log, *options, **kwargs)
+    services.append(service)
+    return service.wait_ready()
 
 
 @pytest.fixture
@@ -114,12 +117,17 @@ def _labels(reply: dict[str, Any]) -> list[list[str | None]]:
 
 
 def test_apps_survive_the_service_stopping_mid_run_and_check_again_after_a_restart(
-    tmp_path: Path, port: int, cpu_config: Path, services: list[Service]
+    tmp_path: Path, services: list[Service]
 ) -> None:
+    first, port = start_on_a_port(
+        lambda port: _started(
+            services, tmp_path / f"first-{port}.log", "--port", str(port), "--num-cpus", "0"
+        )
+    )
     url = f"http://127.0.0.1:{port}"
-    first = Service(tmp_path / "first.log", "--port", str(port), "--num-cpus", "0")
-    services.append(first)
-    first.wait_ready()
+    # The restart takes the same port (the apps know its URL): below the ephemeral range,
+    # nothing bound to port 0 or connecting out is given it meanwhile.
+    cpu_config = _cpu_config(tmp_path, port)
     apps = [RemoteApp(url, "--deadline", str(DEADLINE), token=TOKEN) for _ in range(2)]
     try:
         before = [app.check(RAG_ANSWERS) for app in apps]
@@ -161,13 +169,17 @@ def test_apps_survive_the_service_stopping_mid_run_and_check_again_after_a_resta
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc")
 def test_its_own_cluster_listens_on_loopback_only_and_an_open_service_warns_once(
-    tmp_path: Path, port: int, services: list[Service]
+    tmp_path: Path, services: list[Service]
 ) -> None:
-    options = ["--port", str(port), "--num-cpus", "0"]
     checker = ["--checker", "py:scripted_checkers:KeywordChecker"]
-    service = Service(tmp_path / "open.log", *options, *checker, token=None)
-    services.append(service)
-    service.wait_ready()
+    service, port = start_on_a_port(
+        lambda port: _started(
+            services,
+            tmp_path / f"open-{port}.log",
+            *["--port", str(port), "--num-cpus", "0", *checker],
+            token=None,
+        )
+    )
     body = {
         "requests": [{"request_id": "r", "references": [{"text": "Paris is in France."}]}],
         "claims": [{"claim": {"text": "Paris is in France."}, "request": 0, "claim_index": 0}],
@@ -210,3 +222,34 @@ def test_bad_options_are_refused_before_anything_starts(options: list[str], mess
     )
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_a_port_another_process_holds_fails_the_start_saying_so_and_another_port_serves(
+    tmp_path: Path, services: list[Service]
+) -> None:
+    """Issue 47: a Ray Serve proxy could not bind the port its test had picked. `refcheck
+    serve` says which address was held and what to do, and exits; started on another port,
+    it serves."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        held = holder.getsockname()[1]
+        ports = iter([held, *itertools.islice(unassigned_ports(), 3)])
+        checker = ["--checker", "py:scripted_checkers:KeywordChecker"]
+        service, port = start_on_a_port(
+            lambda port: _started(
+                services,
+                tmp_path / f"serve-{port}.log",
+                *["--port", str(port), "--num-cpus", "0", *checker],
+            ),
+            ports,
+        )
+    refused = services[0]
+    assert port != held and refused.process.poll() not in (None, 0)
+    # Its last word (above it, Ray logs the proxy actor's own failure):
+    said = refused.log.read_text().strip().splitlines()[-1]
+    assert f"the HTTP proxy could not bind 127.0.0.1:{held}" in said and "--port" in said
+    reply = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
+    assert reply.status_code == 200, reply.text
+    service.stop()
+    assert service.wait() == 0

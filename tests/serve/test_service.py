@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from app_processes import RAG_ANSWERS, RemoteApp
+from free_ports import PortTaken, start_on_a_port
 from required import import_or_skip
 from tiny_nli import save_model
 
@@ -33,8 +33,10 @@ from refcheck_callbacks.check.embedded.checker import EmbeddedChecker  # noqa: E
 from refcheck_callbacks.check.nli.checker import NLIChecker  # noqa: E402
 from refcheck_callbacks.check.remote import RemoteChecker  # noqa: E402
 from refcheck_callbacks.contract.components import Checker  # noqa: E402
+from refcheck_callbacks.errors import ServiceStartError  # noqa: E402
 from refcheck_callbacks.remote.options import RemoteOptions  # noqa: E402
 from refcheck_callbacks.remote.wire import CheckCall  # noqa: E402
+from refcheck_callbacks.serve import launch  # noqa: E402
 from refcheck_callbacks.serve.app import Scaling, ServiceArgs, build_application  # noqa: E402
 from refcheck_callbacks.serve.component import BatchSettings  # noqa: E402
 from refcheck_callbacks.serve.gateway import token_digest  # noqa: E402
@@ -54,10 +56,16 @@ CALLER_SHARE = 100
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def start_http(port: int) -> None:
+    """Serve's HTTP proxy on 127.0.0.1:`port`; `PortTaken` when another process holds it (the
+    proxy binds in an actor of its own: it cannot take port 0 and say which it got)."""
+    try:
+        launch.start_http({"host": "127.0.0.1", "port": port})
+    except ServiceStartError as exc:
+        if launch.PORT_TAKEN not in str(exc):
+            raise
+        serve.shutdown()
+        raise PortTaken(str(exc)) from None
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +85,7 @@ def cluster() -> Iterator[str]:
         # The replicas import the test helpers' buggy checker by module path.
         runtime_env={"env_vars": {"PYTHONPATH": str(HELPERS)}},
     )
-    port = _free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    _, port = start_on_a_port(start_http)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

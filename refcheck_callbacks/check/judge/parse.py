@@ -17,6 +17,13 @@ those lines into its Reasoning, so:
   answers, which conflict);
 - when a claim's header appears twice, the block boundary it sets is read both ways, and a
   claim whose two readings name different labels is an error, not a guess.
+- quoted material is never structure: lines in a code fence, a blockquote or a quotation
+  that spans lines (opened by `"` or `“` on an earlier line) are text, neither headers nor
+  fields nor part of a field's value, and a value's quoted spans (`Label: Contradiction
+  "Label: Entailment"`) do not count where the value names a label outside them. The judge's
+  verdict is what it stated itself, outside quotes (its last statement, where a label it wrote
+  comes back later in its own words); a reply with no structure outside quotes (written wholly
+  in a fence or a blockquote) is read as it stands.
 Each line is looked at a bounded number of times: a reply of any size parses in linear time.
 """
 
@@ -41,6 +48,12 @@ _NONE_WORDS = frozenset({"", "none", "n/a", "na", "-", "no", "null"})
 _MAX_DIGITS = 6
 """Claim and document numbers longer than this are not numbers a prompt asked about."""
 _LONGEST_BARE_LABEL = 40
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_BLOCKQUOTE = re.compile(r"^\s*>")
+_QUOTE_MARK = re.compile('["\u201c\u201d]')
+_QUOTED_SPAN = re.compile('"[^"\n]*"|\u201c[^\u201d\n]*\u201d|`[^`\n]*`')
+"""A quotation within one line; each alternative is one negated class: linear."""
+_CLOSES = {'"': '"', "\u201c": "\u201d"}
 
 
 @dataclass
@@ -58,11 +71,13 @@ class Judgement:
 
 @dataclass(frozen=True, slots=True)
 class _Item:
-    """A non-blank line of a block: a field (name and value) or a continuation line."""
+    """A non-blank line of a block: a field (name and value) or a continuation line (quoted
+    material among them)."""
 
     name: str | None
     value: str
     text: str
+    quoted: bool = False
 
 
 @dataclass
@@ -76,7 +91,9 @@ class _Block:
     stop: int | None = None
 
 
-def _item(line: str) -> _Item:
+def _item(line: str, quoted: bool = False) -> _Item:
+    if quoted:
+        return _Item(None, line.strip(), line.strip(), quoted=True)
     match = REPLY_FIELD.match(line)
     if match:
         return _Item(match.group(1).lower(), match.group(2).strip(), line.strip())
@@ -98,7 +115,50 @@ def _header(line: str) -> tuple[int | None, int] | None:
     return (int(digits) if len(digits) <= _MAX_DIGITS else None), header.end()
 
 
-def _blocks(lines: Sequence[str], count: int) -> list[_Block]:
+def _quoted(lines: Sequence[str]) -> list[bool]:
+    """Which lines are quoted material (see the module): in a code fence (the fence lines
+    too), in a blockquote, or begun inside a quotation opened on an earlier line. A fence or a
+    quotation mark that nothing closes later in the reply opens nothing (a stray `"`, an
+    inch mark). When no line outside quotes holds structure, the reply was written wholly as a
+    quote: nothing is quoted then. One pass to find the marks, one to follow them: linear."""
+    quoted = [bool(_BLOCKQUOTE.match(line)) for line in lines]
+    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
+    # A last fence that nothing closes is text: `zip` leaves it out.
+    for start, end in zip(fences[::2], fences[1::2], strict=False):
+        quoted[start : end + 1] = [True] * (end + 1 - start)
+    marks = [
+        (i, mark.group())
+        for i, line in enumerate(lines)
+        if not quoted[i]
+        for mark in _QUOTE_MARK.finditer(line)
+    ]
+    straight = [k for k, (_, mark) in enumerate(marks) if mark == '"']
+    unclosed = {straight[-1]} if len(straight) % 2 else set()
+    last_close = max((k for k, (_, mark) in enumerate(marks) if mark == "\u201d"), default=-1)
+    unclosed.update(k for k, (_, mark) in enumerate(marks) if mark == "\u201c" and k > last_close)
+    opened: str | None = None  # the quotation open where the line starts
+    position = 0
+    for i in range(len(lines)):
+        if opened is not None:
+            quoted[i] = True
+        while position < len(marks) and marks[position][0] == i:
+            mark = marks[position][1]
+            if position in unclosed:
+                pass
+            elif opened is None:
+                opened = mark if mark != "\u201d" else None
+            elif _CLOSES[opened] == mark:
+                opened = None
+            position += 1
+    if not any(
+        not q and (_header(line) is not None or REPLY_FIELD.match(line))
+        for line, q in zip(lines, quoted, strict=True)
+    ):
+        return [False] * len(lines)
+    return quoted
+
+
+def _blocks(lines: Sequence[str], count: int, quoted: Sequence[bool]) -> list[_Block]:
     """The claims' blocks, in order.
 
     A header of a later claim of the prompt starts a block. Any other header (beyond the
@@ -109,11 +169,15 @@ def _blocks(lines: Sequence[str], count: int) -> list[_Block]:
     the current block. A one-claim reply may skip the header: its block then starts at the
     first line.
     """
-    headers = [(i, h) for i, line in enumerate(lines) if (h := _header(line)) is not None]
+    headers = [
+        (i, h) for i, line in enumerate(lines) if not quoted[i] and (h := _header(line)) is not None
+    ]
     blocks = [_Block(1 if count == 1 else 0, [0], opens_with_reasoning=True)]
     for position, (index, (number, end)) in enumerate(headers):
         stop = headers[position + 1][0] if position + 1 < len(headers) else len(lines)
-        own = _is_reasoning(lines[index][end:]) or any(map(_is_reasoning, lines[index + 1 : stop]))
+        own = _is_reasoning(lines[index][end:]) or any(
+            not quoted[i] and _is_reasoning(lines[i]) for i in range(index + 1, stop)
+        )
         block = blocks[-1]
         current = block.number if len(blocks) > 1 else 0
         if number is not None and current < number <= count:
@@ -130,16 +194,16 @@ def _blocks(lines: Sequence[str], count: int) -> list[_Block]:
     return blocks if len(blocks) == 1 and count == 1 else blocks[1:]
 
 
-def _block_items(lines: Sequence[str], start: int, end: int) -> list[_Item]:
+def _block_items(lines: Sequence[str], quoted: Sequence[bool], start: int, end: int) -> list[_Item]:
     """The non-blank lines of a block; the header line gives the field written after it."""
     items = []
-    header = _header(lines[start])
+    header = None if quoted[start] else _header(lines[start])
     if header is not None:
         rest = lines[start][header[1] :]
         if REPLY_FIELD.match(rest):
             items.append(_item(rest))
         start += 1
-    items.extend(_item(line) for line in lines[start:end] if line.strip())
+    items.extend(_item(lines[i], quoted[i]) for i in range(start, end) if lines[i].strip())
     return items
 
 
@@ -170,7 +234,7 @@ def _collect(items: Sequence[_Item], values: dict[str, list[list[str]]]) -> None
         if item.name is not None:
             current = [item.value]
             values.setdefault(item.name, []).append(current)
-        elif current is not None:
+        elif current is not None and not item.quoted:
             current.append(item.value)
 
 
@@ -199,9 +263,11 @@ def _label(value: str) -> Label | None:
     """The label a value names: it must start with one, and name no other.
 
     "Contradiction (document 2 says 1889)" is read; "Neutral or Contradiction", "Entail" and
-    "Probably true" are not.
+    "Probably true" are not. Quoted spans are left out where words remain outside them
+    (`Contradiction "Label: Entailment"` is a Contradiction; `"Entailment"` an Entailment).
     """
-    words = re.findall(r"[a-z]+", value.lower())
+    outside = _QUOTED_SPAN.sub(" ", value)
+    words = re.findall(r"[a-z]+", outside.lower()) or re.findall(r"[a-z]+", value.lower())
     named = {word for word in words if word in _LABEL_WORDS}
     if not words or words[0] not in _LABEL_WORDS or len(named) > 1:
         return None
@@ -257,7 +323,12 @@ def _judgement(items: Sequence[_Item], number: int, truncated: bool) -> Judgemen
 
 
 def _read_block(
-    lines: Sequence[str], number: int, starts: Sequence[int], ends: Sequence[int], truncated: bool
+    lines: Sequence[str],
+    quoted: Sequence[bool],
+    number: int,
+    starts: Sequence[int],
+    ends: Sequence[int],
+    truncated: bool,
 ) -> Judgement | None:
     """A claim's judgement, read from its first and last start to its first and last end.
 
@@ -266,7 +337,7 @@ def _read_block(
     None when the block is empty (a header out of order right at its start).
     """
     readings = [
-        _judgement(_block_items(lines, start, end), number, truncated)
+        _judgement(_block_items(lines, quoted, start, end), number, truncated)
         for start in dict.fromkeys((starts[-1], starts[0]))
         for end in dict.fromkeys((ends[-1], ends[0]))
         if start < end
@@ -298,10 +369,11 @@ def parse_judgements(reply: str, count: int, truncated: bool = False) -> list[Ju
     if bare is not None:
         return [Judgement(label=bare)]
     lines = reply.splitlines()
-    blocks = _blocks(lines, count)
+    quoted = _quoted(lines)
+    blocks = _blocks(lines, count, quoted)
     readings = {
         block.number: _read_block(
-            lines, block.number, block.starts, _ends(blocks, index, len(lines)), truncated
+            lines, quoted, block.number, block.starts, _ends(blocks, index, len(lines)), truncated
         )
         for index, block in enumerate(blocks)
     }

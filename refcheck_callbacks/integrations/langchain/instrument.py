@@ -1,92 +1,73 @@
-"""Attach one LangChain handler to every chain: wraps `BaseCallbackManager.__init__`.
+"""Attach one LangChain handler to every chain: a configure hook of LangChain's own.
 
 The same shape as `instrument_llamaindex`: `instrument_langchain(sink, **options)` returns the
 installed capture (here the `RefCheckCallbackHandler`), the same one for the same sink and
 options, a new one replacing it for others; `uninstrument_langchain()` detaches. Runs already
 started keep the handler they were given and end as usual, so nothing open is lost.
+
+The handler is added where LangChain configures the callback manager of every run it starts
+(`CallbackManager.configure`, which every runnable, retriever, model and tool calls; child
+runs inherit it), through `register_configure_hook`, as LangSmith's tracer is. Nothing of
+LangChain's is patched, so no other instrumentation can remove it: OpenInference and
+OpenLLMetry wrap `BaseCallbackManager.__init__` and, on `uninstrument()`, put back the
+`__init__` they saw, which would drop a wrapper of ours installed after theirs (issue 47: 0
+results for 20 answers, nothing said). Ours in turn never touches theirs.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from refcheck_callbacks.support.extras import require
 
 require("langchain_core", "langchain")
 
-from langchain_core.callbacks import BaseCallbackManager  # noqa: E402
+from langchain_core.tracers.context import register_configure_hook  # noqa: E402
 
 from refcheck_callbacks.contract.answers import AnswerSink  # noqa: E402
-from refcheck_callbacks.contract.reasons import ErrorReason  # noqa: E402
 from refcheck_callbacks.integrations.langchain.handler import RefCheckCallbackHandler  # noqa: E402
-from refcheck_callbacks.support.logs import logger  # noqa: E402
 
 _instrument_lock = threading.Lock()
 _global_handler: RefCheckCallbackHandler | None = None
 _global_options: dict[str, Any] = {}
-_original_init: Callable[..., None] | None = None
-_patched_init: Callable[..., None] | None = None
+_hook_registered = False
 
 
-def _add_global_handler(manager: Any) -> None:
-    """Give a new callback manager our handler, unless it already holds one of ours."""
-    handler = _global_handler
-    if handler is None:
-        return
-    try:
-        if not any(isinstance(h, RefCheckCallbackHandler) for h in manager.handlers):
-            manager.add_handler(handler, inherit=True)
-    except Exception:
-        with contextlib.suppress(Exception):
-            handler.sink.errored(ErrorReason.LANGCHAIN_CALLBACK)
-        logger.exception("refcheck: could not attach to a LangChain callback manager")
+class _InstalledHandler:
+    """What the configure hook reads, as it reads a context variable (`get()`): the handler
+    installed now, in every thread and task. A `ContextVar` set by `instrument_langchain`
+    would hold it only in the context that called it, not in threads started before."""
 
-
-def _wrap_init(original: Callable[..., None]) -> Callable[..., None]:
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        _add_global_handler(self)
-
-    return __init__
+    def get(self) -> RefCheckCallbackHandler | None:
+        return _global_handler
 
 
 def instrument_langchain(sink: AnswerSink, **options: Any) -> RefCheckCallbackHandler:
     """Check the answers of every LangChain chain run from now on with `sink` (a monitor).
 
-    Like OpenInference, this wraps `BaseCallbackManager.__init__`: each new callback
-    manager gets the handler unless it already holds a `RefCheckCallbackHandler` (one passed
-    in `config["callbacks"]` wins). Idempotent: calling it again with the same sink and
-    options returns the installed handler; with others it replaces it for runs started
-    afterwards. `options` are `RefCheckCallbackHandler`'s keyword arguments.
+    Each run LangChain configures gets the handler unless its callbacks already hold a
+    `RefCheckCallbackHandler` (one passed in `config["callbacks"]` wins). Idempotent: calling
+    it again with the same sink and options returns the installed handler; with others it
+    replaces it for runs started afterwards. `options` are `RefCheckCallbackHandler`'s
+    keyword arguments.
     """
-    global _global_handler, _global_options, _original_init, _patched_init
+    global _global_handler, _global_options, _hook_registered
     with _instrument_lock:
         current = _global_handler
         if current is not None and current.sink is sink and _global_options == options:
             return current
         handler = RefCheckCallbackHandler(sink, **options)
-        if _original_init is None:
-            _original_init = BaseCallbackManager.__init__
-            _patched_init = _wrap_init(_original_init)
-            BaseCallbackManager.__init__ = _patched_init
+        if not _hook_registered:
+            # Registered once per process: it adds nothing while no handler is installed.
+            register_configure_hook(cast(Any, _InstalledHandler()), True, RefCheckCallbackHandler)
+            _hook_registered = True
         _global_handler, _global_options = handler, options
         return handler
 
 
 def uninstrument_langchain() -> None:
-    """Stop attaching to new chains and restore `BaseCallbackManager.__init__`. Idempotent.
-
-    When another instrumentation wrapped `__init__` after us, our wrapper stays under theirs
-    but does nothing any more.
-    """
-    global _global_handler, _global_options, _original_init, _patched_init
+    """Stop attaching to new chains. Idempotent; leaves other instrumentations as they are."""
+    global _global_handler, _global_options
     with _instrument_lock:
         _global_handler, _global_options = None, {}
-        if _original_init is not None and BaseCallbackManager.__dict__["__init__"] is _patched_init:
-            BaseCallbackManager.__init__ = _original_init
-            _original_init, _patched_init = None, None

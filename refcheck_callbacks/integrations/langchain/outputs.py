@@ -6,6 +6,7 @@ metadata, scores under several keys, model names in start metadata or response m
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -73,9 +74,10 @@ def value_at(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
-SCAN_ITEMS = 64
+SCAN_ITEMS = 256
 """Values looked at per run output or input when looking for documents (on the app's thread:
-bounded, whatever the output holds)."""
+bounded, whatever the output holds: a text costs one too, so a mapping of a million texts
+costs what 256 do)."""
 SCAN_DEPTH = 3
 """Containers nested in containers looked into (a graph state's list of lists)."""
 
@@ -138,6 +140,8 @@ def _scan(value: Any, depth: int, found: list[Any], budget: list[int]) -> None:
             return
         if first in (_MESSAGE, _TOOL):
             return  # a conversation: its tool results are read from the prompt, in the worker
+        if type(value[0]) is str:
+            return  # a list of texts
         items: Iterable[Any] = value
     elif kind == _MAPPING:
         items = value.values()
@@ -151,22 +155,23 @@ def _scan(value: Any, depth: int, found: list[Any], budget: list[int]) -> None:
     if depth == 0:
         return
     for item in items:
-        if type(item) is str:
-            continue  # most values: no call
         budget[0] -= 1
         if budget[0] < 0:
             return
-        _scan(item, depth - 1, found, budget)
+        if type(item) is not str:  # most values are: no call
+            _scan(item, depth - 1, found, budget)
 
 
-def documents_in(value: Any) -> list[Any]:
-    """The documents of `document_groups(value)`, in one list."""
+def documents_in(value: Any, limit: int = sys.maxsize) -> list[Any]:
+    """The first `limit` documents of `document_groups(value)`, in one list."""
     documents: list[Any] = []
     for group in document_groups(value):
+        if len(documents) >= limit:
+            break
         if isinstance(group, Document):
             documents.append(group)
         else:
-            documents.extend(group)
+            documents.extend(group[: limit - len(documents)])
     return documents
 
 

@@ -45,13 +45,13 @@ question is the user's input.**
 - A root whose output is documents (HyDE: an LLM writes the query, a retriever returns the
   documents) is a retrieval: not checked, its documents parked for the answer that follows.
 
-**Nothing here reads a document or a prompt on the app's thread.** When a root run ends, the
-handler takes what can be told from the run's shape and output (`answer_options`,
-`question_of`, `has_sources`) and submits a `CapturedAnswer`: references to the candidates,
-the generations that may have answered, and what the app chose. The monitor's worker calls
-its `pair` (the `Pairing` interface), which chooses the answering generation, looks for the
-documents in its prompts and takes parked documents it shows: the time that grows with the
-documents is spent there.
+**Nothing here reads a document, a prompt or an output on the app's thread.** When a root run
+ends, the handler takes what can be told from the run's shape (`has_sources`) and submits a
+`root_end.RootEnd`: references to the run's state, output and inputs. The monitor's worker
+calls its `pair` (the `Pairing` interface), which reads the question (`question_of`) and the
+answer (`answer_options`) there, then a `CapturedAnswer`'s `pair` chooses the answering
+generation, looks for the documents in its prompts and takes parked documents it shows: the
+time that grows with the output and the documents is spent there.
 """
 
 from __future__ import annotations
@@ -171,10 +171,6 @@ class AnswerOptions:
         assert generation is not None, "an answer without text comes with generations"
         return Found(generation.text), generation
 
-    def may_have_tool_results(self) -> bool:
-        """Whether a generation of the run was shown tool results (cheap)."""
-        return any(tool_results(g.inputs) for g in self.everything)
-
 
 def _generated(candidates: list[Generation]) -> dict[str, Generation]:
     """Each generation by its stripped text, or by the answer its tool call carries."""
@@ -256,16 +252,17 @@ def metadata_of(state: RootRun, question: str | None) -> dict[str, Any]:
 # -- references ------------------------------------------------------------------------------
 
 
-def has_sources(state: RootRun, answer: AnswerOptions) -> bool:
+def has_sources(state: RootRun, everything: Sequence[Generation]) -> bool:
     """Whether anything of the run's own could be a reference (cheap: decides, on the app's
-    thread, whether to look for parked documents or skip)."""
+    thread, whether to look for parked documents or skip); `everything`: the generations an
+    answer may be built from, whether a tool result was shown to one of them."""
     return bool(
         state.documents
         or state.extra_documents
         or state.searches
         or state.references_output is not None
         or state.override.get("references") is not None
-        or answer.may_have_tool_results()
+        or any(tool_results(g.inputs) for g in everything)
     )
 
 

@@ -2,7 +2,8 @@
 
 Split from the handler's callbacks: here a run joins its root's state (`RunStates` aliases),
 gets its scope flags (inside a retriever, marked as the answer or the references), and the
-root, when it ends, is paired (`pairing`) and submitted, parked (`parked`) or counted.
+root, when it ends, is submitted for pairing in the worker (`root_end`), parked (`parked`) or
+counted.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from refcheck_callbacks.contract.reasons import DropReason, ErrorReason, SkipRea
 from refcheck_callbacks.contract.tracing import current_trace_context
 from refcheck_callbacks.integrations.langchain import outputs as read
 from refcheck_callbacks.integrations.langchain import pairing
-from refcheck_callbacks.integrations.langchain.answer import NO_ANSWER
 from refcheck_callbacks.integrations.langchain.conversation import EarlierTurns, Turn
 from refcheck_callbacks.integrations.langchain.parked import ParkedDocuments, pairing_key
+from refcheck_callbacks.integrations.langchain.root_end import RootEnd
 from refcheck_callbacks.integrations.langchain.run import (
     ANSWER_TAG,
     IN_ANSWER,
     IN_REFERENCES,
+    IN_RETRIEVER,
     REFERENCES_TAG,
     RootRun,
     searched_documents,
@@ -154,10 +156,11 @@ class RunTree(BaseCallbackHandler):
     # -- submitting -----------------------------------------------------------------------
 
     def _finish(self, state: RootRun, output: Any, end_inputs: Any) -> None:
-        """Submit the root's answer for pairing in the worker (`pairing.CapturedAnswer`), park
-        its documents when it has no answer, or count why it has neither. Reads no document
-        nor prompt: the time must not grow with the documents (the answer's own output is
-        read for its answer field, `answer`: bounded)."""
+        """Submit the root for pairing in the worker (`root_end.RootEnd`), park its documents
+        when no model of it answered, or count why it has neither. Reads no document, prompt
+        or output: what it looks at is the run's shape (which generations ran, whether it
+        holds documents), so its time does not grow with what the run returned; the answer and
+        the question are read in the worker."""
         if state.open_generations:
             # The root ended while a generation was still streaming: its consumer stopped
             # iterating, so the answer is a fragment nobody saw in full.
@@ -174,19 +177,14 @@ class RunTree(BaseCallbackHandler):
             and state.answer_output is None
             and state.override.get("answer") is None
         )
-        question = pairing.question_of(state, self.question_key, end_inputs)
-        answer = (
-            None
-            if retrieval
-            else pairing.answer_options(state, output, self.answer_from, self.output_key, question)
+        everything = (
+            [] if retrieval else [g for g in state.generations if not g.flags & IN_RETRIEVER]
         )
-        if answer is NO_ANSWER:
-            self.sink.skipped(SkipReason.NO_ANSWER)
-            return
-        if not isinstance(answer, pairing.AnswerOptions):
+        if not everything and state.override.get("answer") is None:
+            # No model answered (or the run was a retrieval): its documents wait for one.
             documents = state.documents or state.extra_documents
             if not documents and retrieval:
-                documents = read.documents_in(output)
+                documents = read.documents_in(output, self._max_references)
             if documents:
                 self._parked.park(state.pair_key, documents)
             else:
@@ -205,29 +203,24 @@ class RunTree(BaseCallbackHandler):
         # documents came in through its input (the second root of HyDE): the worker takes
         # those its prompt shows.
         parked = None
-        if not state.documents and (answer.everything or state.extra_documents):
+        if not state.documents and (everything or state.extra_documents):
             parked = self._parked.peek(state.pair_key)
-        own_sources = pairing.has_sources(state, answer)
+        own_sources = pairing.has_sources(state, everything)
         if parked is None and not own_sources and not earlier:
             self.sink.skipped(SkipReason.NO_REFERENCES)
             return
-        captured = pairing.CapturedAnswer(
-            state.documents,
-            state.extra_documents,
-            state.override.get("references", state.references_output),
-            answer,
+        captured = RootEnd(
+            state,
+            output,
+            end_inputs,
+            self.answer_from,
+            self.output_key,
+            self.question_key,
             parked,
-            state.searches,
             earlier,
-            state.document_lists or {},
             None if state.conversation is None else Turn(self._earlier_turns, state.conversation),
         )
-        submitted = self.sink.submit(
-            question=question,
-            pairing=captured,
-            trace_context=state.trace_context,
-            metadata=pairing.metadata_of(state, question),
-        )
+        submitted = self.sink.submit(pairing=captured, trace_context=state.trace_context)
         if not submitted and parked is not None and not own_sources:
             # Sampled out or dropped (and counted): the answer had its retrieval all the same,
             # which is not left to be counted `unpaired` as well. (One with sources of its own

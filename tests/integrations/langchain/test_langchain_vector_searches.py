@@ -8,6 +8,8 @@ function. Real agents and vector stores, fake models."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from langchain_modes import MODES, run_in
 from results import checked_requests
 
 from refcheck_callbacks import RefCheckMonitor
+from refcheck_callbacks.embeddings.langchain import SentenceEncoderEmbeddings
 from refcheck_callbacks.integrations.langchain import RefCheckCallbackHandler
 
 QUESTION = "How tall is the Eiffel Tower?"
@@ -55,6 +58,16 @@ def test_create_agent_with_a_dynamic_prompt_that_searches_the_vector_store(
     assert [(r.id, r.text) for r in request.references] == [
         (d.id, d.page_content) for d in expected
     ]
+
+
+def _answering_from(lookup: RunnableLambda[str, str]) -> Any:
+    """A chain whose prompt's context is what `lookup` makes of the question."""
+    return (
+        {"context": lookup, "question": lambda q: q}
+        | PROMPT
+        | FakeListChatModel(responses=[ANSWER])
+        | StrOutputParser()
+    )
 
 
 def _documents(found: list[Any]) -> list[Document]:
@@ -93,13 +106,7 @@ def test_a_search_in_a_plain_function_during_the_run_gives_the_documents_shown(
         found.extend(_documents(await search(question, **kwargs)))
         return found[0].page_content
 
-    lookup = RunnableLambda(context, afunc=acontext)
-    chain = (
-        {"context": lookup, "question": lambda q: q}
-        | PROMPT
-        | FakeListChatModel(responses=[ANSWER])
-        | StrOutputParser()
-    )
+    chain = _answering_from(RunnableLambda(context, afunc=acontext))
     if method.startswith("a"):
         asyncio.run(chain.ainvoke(QUESTION, {"callbacks": [handler]}))
     else:
@@ -143,3 +150,93 @@ def test_a_vector_store_class_defined_after_the_handler_is_captured_too(
     chain.invoke("How tall is the Eiffel Tower?", {"callbacks": [handler]})
     [request] = checked_requests(monitor, sink)
     assert [r.id for r in request.references] == ["eiffel"]
+
+
+class StreamingStore(InMemoryVectorStore):
+    """A store whose searches also stream: a generator and an async generator (as stores
+    with `similarity_search_iter` / `asimilarity_search_stream` have them)."""
+
+    def similarity_search_iter(self, query: str, k: int = 4) -> Iterator[Document]:
+        yield from self.similarity_search(query, k=k)
+
+    async def asimilarity_search_stream(self, query: str, k: int = 4) -> AsyncIterator[Document]:
+        for document in await self.asimilarity_search(query, k=k):
+            yield document
+
+
+def _kind(function: Any) -> tuple[bool, bool, bool]:
+    return (
+        inspect.iscoroutinefunction(function),
+        inspect.isasyncgenfunction(function),
+        inspect.isgeneratorfunction(function),
+    )
+
+
+def test_every_wrapped_search_keeps_its_kind_and_signature(
+    handler: RefCheckCallbackHandler,
+) -> None:
+    """Issue 47: after wrapping, a generator search and an async generator search were plain
+    functions to `inspect`, so code dispatching on `isasyncgenfunction` (LangChain's own
+    runnables do) took the wrong path."""
+    wrapped = [
+        (cls, name, method)
+        for cls in [VectorStore, *_all_subclasses(VectorStore)]
+        for name, method in vars(cls).items()
+        if getattr(method, "__refcheck_search__", False)
+    ]
+    names = {name for cls, name, _ in wrapped if cls is StreamingStore}
+    assert names == {"similarity_search_iter", "asimilarity_search_stream"}
+    assert len(wrapped) >= 10
+    for cls, name, method in wrapped:
+        original = method.__wrapped__
+        assert _kind(method) == _kind(original), (cls, name)
+        assert inspect.signature(method) == inspect.signature(original), (cls, name)
+        bound = getattr(StreamingStore.__new__(StreamingStore), name, None)
+        if cls in StreamingStore.__mro__ and bound is not None:
+            assert _kind(bound) == _kind(original), (cls, name)
+    assert _kind(StreamingStore.similarity_search_iter) == (False, False, True)
+    assert _kind(StreamingStore.asimilarity_search_stream) == (False, True, False)
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    found, pending = [], list(cls.__subclasses__())
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        pending.extend(current.__subclasses__())
+    return found
+
+
+@pytest.mark.parametrize("stream", ["generator", "async generator", "closed early"])
+def test_a_streaming_search_gives_the_documents_it_yielded(
+    stream: str,
+    encoder: Any,
+    handler: RefCheckCallbackHandler,
+    monitor: RefCheckMonitor,
+    sink: Any,
+) -> None:
+    store = StreamingStore(embedding=SentenceEncoderEmbeddings(encoder))
+    store.add_documents(CORPUS)
+
+    def context(question: str) -> str:
+        found = store.similarity_search_iter(question, k=2)
+        if stream == "closed early":
+            first = next(found)
+            found.close()  # the consumer stops after the first document
+            return first.page_content
+        return format_docs(list(found))
+
+    async def acontext(question: str) -> str:
+        found = [d async for d in store.asimilarity_search_stream(question, k=2)]
+        return format_docs(found)
+
+    chain = _answering_from(RunnableLambda(context, afunc=acontext))
+    if stream == "async generator":
+        asyncio.run(chain.ainvoke(QUESTION, {"callbacks": [handler]}))
+    else:
+        chain.invoke(QUESTION, {"callbacks": [handler]})
+    [request] = checked_requests(monitor, sink)
+    expected = store.similarity_search(QUESTION, k=1 if stream == "closed early" else 2)
+    assert [(r.id, r.text) for r in request.references] == [
+        (d.id, d.page_content) for d in expected
+    ]

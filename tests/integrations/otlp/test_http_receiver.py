@@ -7,10 +7,10 @@ import gzip
 import http.client
 import json
 import os
-import socket
 from collections.abc import Iterator
 
 import pytest
+from loopback_servers import closed_port
 from otlp_export import export, new_trace_id, span, traces_done, wait_for
 from results import ResultSink
 
@@ -150,9 +150,7 @@ def test_other_routes_and_media_types_are_refused_and_counted(guarded: Receiver)
 def test_a_downstream_that_is_down_is_counted_and_the_app_still_gets_200(
     embedded_checker: EmbeddedChecker, sink: ResultSink
 ) -> None:
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}/v1/traces"
+    nowhere = f"http://127.0.0.1:{closed_port()}/v1/traces"
     receiver, monitor = _receiver(embedded_checker, sink, forward=nowhere)
     try:
         body = export(span(new_trace_id(), os.urandom(8)))
