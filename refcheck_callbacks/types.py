@@ -66,6 +66,18 @@ class Outcome(str, Enum):
     ERROR = "error"
 
 
+class Cause(str, Enum):
+    """Why a claim is not supported, from retrieval diagnostics (docs/diagnostics.md has the
+    rule): `retrieval_missed` when no reference is relevant to the claim or to the question
+    (the claim came from somewhere else), `unsupported_by_relevant_context` when relevant
+    references are there but do not support it, `contradicted` when a reference conflicts
+    with it. A supported claim has no cause (None)."""
+
+    RETRIEVAL_MISSED = "retrieval_missed"
+    UNSUPPORTED_BY_RELEVANT_CONTEXT = "unsupported_by_relevant_context"
+    CONTRADICTED = "contradicted"
+
+
 class Placement(str, Enum):
     """Where a result's claims were checked: what the app paid for them, and where to look."""
 
@@ -252,6 +264,12 @@ class Verdict(_Model):
     fallback: str | None = None
     """Why a fallback checker decided this claim: `budget_exhausted` (the judge's
     `JudgeBudget` refused the call); None when the checker itself did."""
+    relevance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """How much the claim bears on the question, in [0, 1]; None without a question or
+    without diagnostics."""
+    cause: Cause | None = None
+    """Why the claim is not supported (`Cause`); None when it is supported, failed, or no
+    diagnostics ran."""
 
     @field_validator("confidence", mode="after")
     @classmethod
@@ -313,6 +331,20 @@ class Ratios(_Model):
     def hallucination(self) -> float:
         """Neutral plus contradiction: the claims the references do not support."""
         return self.neutral + self.contradiction
+
+
+class ReferenceUse(_Model):
+    """What retrieval diagnostics learned about one reference of an answer."""
+
+    index: int = Field(ge=0)
+    """The reference's position in the request's `references`."""
+    relevance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Whether the reference bears on, or answers, the question, in [0, 1]; None without a
+    question."""
+    used: bool = False
+    """Whether it supported at least one claim (it is the evidence of an Entailment)."""
+    supports: tuple[int, ...] = ()
+    """The indices of the claims it supports."""
 
 
 class TraceContext(_Model):
@@ -378,6 +410,13 @@ class CheckResult(_Model):
     """Where the checker ran; None when the result never reached a pipeline."""
     usage: Usage | None = None
     finished_at: float = Field(default_factory=time.time)
+    references_used: tuple[ReferenceUse, ...] = ()
+    """Retrieval diagnostics, one per reference in input order; empty when none ran."""
+    answer_relevance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Whether the answer addresses the question, in [0, 1]; None without a question."""
+    non_answer: bool = False
+    """The answer is a refusal or a non-answer ("I could not find that in the documents"):
+    counted apart from hallucination."""
 
     @property
     def hallucination_ratio(self) -> float | None:
