@@ -88,6 +88,14 @@ def _in_context(pairs: list[RelevancePair], base: Any) -> Any:
     return rows
 
 
+def _alone(base: Any) -> Any:
+    """Full feature rows of each passage retrieved alone (a request with one reference, an
+    answer scored against its question): the in-context signals are all zero."""
+    return np.concatenate(
+        [base, np.zeros((len(base), len(features.IN_CONTEXT)), dtype=np.float32)], axis=1
+    )
+
+
 def _minilm_cosine(pairs: list[RelevancePair]) -> Any:
     """The issue's baseline: the full MiniLM transformer's cosine of question and passage."""
     from refcheck_callbacks.embeddings.minilm import SentenceEncoder
@@ -160,26 +168,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     salt = ",".join(features.BASE_NAMES)
-    data: dict[tuple[str, str], tuple[list[RelevancePair], Any, Any | None]] = {}
+    data: dict[tuple[str, str], tuple[list[RelevancePair], Any, Any | None, Any]] = {}
     for dataset, splits in SPLITS.items():
         for split in splits:
             pairs = load_pairs(dataset, split)
             key = _digest(pairs, salt)
             base = _cached(args.work_dir / f"features-{key}.npz", lambda p=pairs: _features(p))
             x = _in_context(pairs, base)
+            alone = _alone(base)
             baseline = None
             if not args.no_baseline:
                 plain = _digest(pairs, "minilm")
                 baseline = _cached(
                     args.work_dir / f"minilm-{plain}.npz", lambda p=pairs: _minilm_cosine(p)
                 )
-            data[dataset, split] = (pairs, x, baseline)
+            data[dataset, split] = (pairs, x, baseline, alone)
             print(f"features {dataset} {split}: {len(pairs)} pairs", file=sys.stderr)
 
     def stack(keys: list[tuple[str, str]]) -> tuple[Any, Any]:
-        x = np.concatenate([data[k][1] for k in keys])
-        y = np.concatenate([[p.relevant for p in data[k][0]] for k in keys]).astype(np.float64)
-        return x, y
+        """Every pair twice: among its question's candidates, and alone."""
+        x = np.concatenate([data[k][1] for k in keys] + [data[k][3] for k in keys])
+        y = np.concatenate([[p.relevant for p in data[k][0]] for k in keys] * 2)
+        return x, y.astype(np.float64)
 
     report: dict[str, Any] = {"dev": {}, "leave_one_set_out": {}}
     train_keys = list(TRAIN_SPLITS.items())
@@ -187,12 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     dev_scores, dev_labels = [], []
     cosine_index = features.FEATURE_NAMES.index("cosine")
     for dataset, split in DEV_SPLITS.items():
-        pairs, x, baseline = data[dataset, split]
+        pairs, x, baseline, alone = data[dataset, split]
         scores = head.probability(x)
         dev_scores.append(scores)
         dev_labels.append([p.relevant for p in pairs])
         report["dev"][dataset] = {
             "after": _figures(pairs, scores),
+            "after_alone": _figures(pairs, head.probability(alone)),
             "static_cosine": _figures(pairs, x[:, cosine_index]),
             **({"minilm_cosine": _figures(pairs, baseline)} if baseline is not None else {}),
         }
@@ -201,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         alone = fit_head(
             *stack([(other, TRAIN_SPLITS[other]), (other, DEV_SPLITS[other])]), hidden=args.hidden
         )
-        pairs, x, _ = data[held_out, DEV_SPLITS[held_out]]
+        pairs, x, _, _ = data[held_out, DEV_SPLITS[held_out]]
         report["leave_one_set_out"][held_out] = _figures(pairs, alone.probability(x))
     final = fit_head(*stack(list(data)), hidden=args.hidden)
     final = RelevanceHead(
