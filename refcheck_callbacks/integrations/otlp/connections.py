@@ -2,13 +2,17 @@
 (`CONNECTION_BYTES` of the intake, for its buffers), and which one a new connection closes.
 
 A new connection, when every place is taken, closes one that is waiting on its client, in
-this order: one lingering after its reply (its request was answered and counted already, so
-closing it counts nothing), one that has sent nothing yet, one idle between requests, one
-whose request is still arriving or whose client is not reading its reply; the longest waiting
-first within each. So a churn of connections that send nothing closes its own kind, never a
-client that has proven itself by a request, and a client that does not read cannot hold a
-place. Only when every place is answering a request (our own time) does the new one wait.
-Closing a connection for a new one counts `timeout` (once), unless it was lingering.
+this order: one that has sent nothing yet, one idle between requests, one whose request is
+still arriving or whose client is not reading its reply; the longest waiting first within
+each. So a churn of connections that send nothing closes its own kind, never a client that
+has proven itself by a request, and a client that does not read cannot hold a place. Only when
+every place is answering a request (our own time) does the new one wait. Closing a connection
+for a new one counts `timeout`, once, unless its request was answered (and counted) already.
+
+A connection lingering after its refusal (its request answered and counted; what the client
+still sends is discarded, so that its reply is not destroyed by a reset) gives its place up:
+it keeps only its room (`CONNECTION_BYTES`), and when a new connection finds no room, the
+oldest lingering one is closed first, uncounted.
 """
 
 from __future__ import annotations
@@ -30,8 +34,6 @@ up to 16 KiB), the reply."""
 class Waiting(IntEnum):
     """What a connection waits for, in the order connections are closed for a new one."""
 
-    LINGERING = 0
-    """Its request was refused and answered; what the client still sends is discarded."""
     FRESH = 1
     """Accepted, nothing received yet."""
     IDLE = 2
@@ -49,10 +51,14 @@ class Connection:
     waiting_since: float = field(default_factory=time.monotonic)
     state: Waiting = Waiting.FRESH
     evicted: bool = False
+    answered: bool = False
+    """Its current request was answered (and counted, if refused): closing it counts nothing."""
 
     def now(self, state: Waiting) -> None:
         self.state = state
         self.waiting_since = time.monotonic()
+        if state in (Waiting.FRESH, Waiting.IDLE):
+            self.answered = False
 
 
 class ConnectionTable:
@@ -62,6 +68,8 @@ class ConnectionTable:
         self._intake = intake
         self._on_evict = on_evict
         self._open: set[Connection] = set()
+        self._lingering: dict[Connection, None] = {}
+        """Oldest first."""
         self._freed = asyncio.Event()
 
     def __len__(self) -> int:
@@ -80,7 +88,9 @@ class ConnectionTable:
                 reservation.grow_to(CONNECTION_BYTES, "a connection")
                 break
             except ValueError:
-                if not self._evict_one():
+                if self._lingering:
+                    self._abort(next(iter(self._lingering)))
+                elif not self._evict_one():
                     raise
         connection = Connection(writer, reservation)
         self._open.add(connection)
@@ -91,17 +101,28 @@ class ConnectionTable:
         if not waiting:
             return False
         victim = min(waiting, key=lambda c: (c.state, c.waiting_since))
-        victim.evicted = True
-        if victim.state is not Waiting.LINGERING:
+        if not victim.answered:
             self._on_evict()
-        self.close(victim)
-        victim.writer.transport.abort()
+        self._abort(victim)
         return True
+
+    def linger(self, connection: Connection) -> None:
+        """The connection's request was answered and it only discards what still comes:
+        its place is free; its room is taken back when a new connection needs it."""
+        self._open.discard(connection)
+        self._freed.set()
+        self._lingering[connection] = None
+
+    def _abort(self, connection: Connection) -> None:
+        connection.evicted = True
+        self.close(connection)
+        connection.writer.transport.abort()
 
     def close(self, connection: Connection) -> None:
         """The connection is gone: its place and room are free (again, if something reserved
         after it was closed for a new one)."""
         connection.reservation.shrink_to(0)
+        self._lingering.pop(connection, None)
         if connection in self._open:
             self._open.discard(connection)
             self._freed.set()

@@ -234,6 +234,7 @@ class ReceiverServer:
             if reply is None:
                 return  # the client closed
             connection.now(Waiting.CLIENT)  # until the client has read the reply
+            connection.answered = True
             keep_alive = await self._send(connection, http, reply)
             served = True
             if reply.then is not None and self.forwarder is not None:
@@ -248,6 +249,13 @@ class ReceiverServer:
     ) -> _Reply | _Export | None:
         """Read one request: an export to ingest, or the reply to anything else; None when the
         connection closed between requests."""
+        arrived = await self._read_request(http, reader, connection)
+        connection.answered = isinstance(arrived, _Reply)  # before any other task runs
+        return arrived
+
+    async def _read_request(
+        self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection
+    ) -> _Reply | _Export | None:
         try:
             event = await self._next_event(http, reader, connection)
             if isinstance(event, h11.ConnectionClosed):
@@ -260,7 +268,8 @@ class ReceiverServer:
                     RejectReason.MALFORMED, "both Transfer-Encoding and Content-Length"
                 )
             if event.method == b"GET":
-                await self._discard_body(http, reader, connection, _MAX_HEADER_BYTES)
+                if not _declares_body(headers):  # read its end: the connection stays open
+                    await self._next_event(http, reader, connection)
                 return self._get(target, headers)
             ignored = IGNORED_PATHS.get(target)
             if event.method != b"POST" or (target != TRACES_PATH and ignored is None):
@@ -437,7 +446,8 @@ class ReceiverServer:
         `_LINGER_S`) before closing: closing with unread data resets the connection, and a
         reset can destroy the reply before the client reads it. Its request is counted, so
         closing it for a new connection counts nothing more."""
-        connection.now(Waiting.LINGERING)
+        assert self._table is not None
+        self._table.linger(connection)
         writer = connection.writer
         if writer.can_write_eof():
             writer.write_eof()
@@ -465,6 +475,10 @@ def _raw_refusal(reason: RejectReason, message: str) -> bytes:
         f"Content-Type: {decode.JSON}\r\nContent-Length: {len(body)}\r\n"
         f"Retry-After: {_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n"
     ).encode() + body
+
+
+def _declares_body(headers: dict[str, bytes]) -> bool:
+    return "transfer-encoding" in headers or headers.get("content-length", b"0") != b"0"
 
 
 def _media_type(headers: dict[str, bytes]) -> str:
