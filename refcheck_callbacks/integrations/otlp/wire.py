@@ -61,6 +61,8 @@ def _fields(data: Body, pos: int, end: int) -> Any:
     start, for the others the value itself."""
     while pos < end:
         tag, pos = _varint(data, pos)
+        if tag < 8:
+            raise PayloadError("field number 0 (not protobuf)")
         wire = tag & 7
         if wire == _LEN:
             length, pos = _varint(data, pos)

@@ -165,10 +165,10 @@ def test_clients_that_never_read_their_replies_hold_nobody_up() -> None:
             client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             client.connect(("127.0.0.1", receiver.server.port))
             client.setblocking(False)
-            request = b"GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n" * 2_000
-            for _ in range(50):
+            refused = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"
+            for _ in range(100):  # 415s, each keeping the connection, until it stops reading
                 try:
-                    client.send(request)
+                    client.send(refused * 200)
                 except BlockingIOError:
                     break
             stuck.append(client)
