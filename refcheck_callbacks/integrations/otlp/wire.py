@@ -1,9 +1,12 @@
-"""An OTLP/protobuf trace export read straight from its wire format into `ReceivedSpan`s.
+"""An OTLP/protobuf trace export read from its wire format into `ReceivedSpan`s: the request,
+its resource and scope spans here, each span by protobuf's parser when it is small
+(`small_spans.py`), else here.
 
-Why not protobuf's own parser: it builds every message of the body before we see one, and a
-body of empty messages (two bytes each on the wire) takes 28 to 44 bytes of memory per byte
-of body (measured: 4 MiB of empty attributes, events, links, resource spans), so its peak could
-not be reserved without refusing ordinary bodies. Read here, a field is only skipped over
+Why not protobuf's parser for the whole body: it builds every message of the body before we
+see one, and a body of empty messages (two bytes each on the wire) takes 28 to 44 bytes of
+memory per byte of body (measured: 4 MiB of empty attributes, events, links, resource spans),
+so its peak could not be reserved without refusing ordinary bodies. Read here, a field is
+only skipped over
 unless a pairing rule reads it: links, status, resources and the attributes of other
 conventions (their key is compared as bytes) build nothing, and what is built is sized and
 reserved (`SpanReader`) as it is built. Linear in the body: each byte is looked at a bounded
@@ -30,6 +33,7 @@ from refcheck_callbacks.integrations.otlp.received import (
     ReceivedSpan,
     SpanReader,
 )
+from refcheck_callbacks.integrations.otlp.small_spans import SMALL_SPAN_BYTES, read_span
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _LARGE_TEXT = 1 << 12
@@ -100,7 +104,10 @@ def read_export(data: Body, reader: SpanReader) -> None:
                     if number2 == 2 and wire2 == _LEN:  # scope_spans
                         for number3, wire3, start3, stop3 in _fields(data, start2, stop2):
                             if number3 == 2 and wire3 == _LEN:  # spans
-                                _SpanWire(data, reader).read(start3, stop3)
+                                if stop3 - start3 <= SMALL_SPAN_BYTES:
+                                    read_span(data, start3, stop3, reader)
+                                else:
+                                    _SpanWire(data, reader).read(start3, stop3)
     except IndexError:
         raise PayloadError("broken protobuf: a field cut off by the end of the body") from None
     except UnicodeDecodeError as exc:
