@@ -18,6 +18,7 @@ oldest lingering one is closed first, uncounted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ CONNECTION_BYTES = 256 << 10
 """What a connection may hold in buffers: asyncio's stream buffer (up to twice its 64 KiB
 limit before it stops reading), one 64 KiB read, h11's buffer (a read, and a request head of
 up to 16 KiB), the reply."""
+
+_RECHECK_S = 0.05
 
 
 class Waiting(IntEnum):
@@ -79,9 +82,10 @@ class ConnectionTable:
         """A place for a new connection, closing a waiting one if need be, and its room:
         `NoRoom` / `PayloadTooLarge` when requests in flight hold the room."""
         while len(self._open) >= self.max_connections:
-            if not self._evict_one():
-                self._freed.clear()
-                await self._freed.wait()
+            if not self._evict_one():  # every place is serving: wait for one to close or
+                self._freed.clear()  # to wait on its client again (looked at every 50 ms)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._freed.wait(), _RECHECK_S)
         reservation = self._intake.reservation()
         while True:
             try:

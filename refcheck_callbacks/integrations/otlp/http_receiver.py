@@ -9,24 +9,20 @@ its request holds nothing a fast client needs.
   A request cut off is counted `timeout`.
 - At most `max_connections` connections are open; a new one closes one waiting on its client
   (`connections.py` says which), counted `timeout`, so it never waits behind them.
-- Every byte held for a client is reserved first from the intake (`intake.py`): a
-  connection's buffers, its body before it is read (a Content-Length body into one buffer of
-  that size, a chunked one into one buffer reserved as it grows), the body gunzipped, what
-  parsing builds. A request that finds no room is refused (503 `no_room`), never by evicting.
+- Every byte held for a client is reserved first (`intake.py`): its connection's buffers,
+  its body (`http_request.py`), gunzipped, parsed. No room: 503 `no_room`, never an eviction.
 - Framing is h11's: an invalid Content-Length (`²`, negative, duplicates that disagree), a
   Transfer-Encoding other than chunked, or a broken chunk size gets a 400 (`malformed`).
   A Content-Length over `max_body_bytes` gets a 413 before any body byte is read; a chunked
   body is refused (413) as soon as it passes the limit, with at most one read of the socket
-  (`_READ_BYTES`) taken beyond it. `Expect: 100-continue` gets its `100 Continue` once the
-  request is accepted (route, token, room), else its refusal at once.
+  (`READ_BYTES`) taken beyond it.
 
 Then, in order: path (404), bearer token (401), media type and encoding (415), decoding (400,
 or 413 when gzip expands beyond the limit), in a small thread pool off the loop. Every refusal
 is counted once by its `RejectReason`; the reply is sent before forwarding. Exports of the
 signals the receiver does not read (`/v1/metrics`, `/v1/logs`) are answered 200 with their
 signal's empty response, as a collector answers, and counted `ignored`. `GET /healthz`
-answers 200, `GET /v1/stats` the collector's counts (token required); a GET keeps its
-connection open like any reply.
+answers 200, `GET /v1/stats` the counts (token required), keeping the connection open.
 """
 
 from __future__ import annotations
@@ -55,7 +51,17 @@ from refcheck_callbacks.integrations.otlp.connections import (
     Waiting,
 )
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
-from refcheck_callbacks.integrations.otlp.intake import GrowingBuffer
+from refcheck_callbacks.integrations.otlp.http_request import (
+    READ_BYTES,
+    Refused,
+    declares_body,
+    discard,
+    discard_body,
+    media_type,
+    next_event,
+    read_body,
+    text,
+)
 from refcheck_callbacks.integrations.otlp.limits import (
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
@@ -68,7 +74,6 @@ TRACES_PATH = "/v1/traces"
 IGNORED_PATHS = {"/v1/metrics": IgnoreReason.METRICS, "/v1/logs": IgnoreReason.LOGS}
 HEALTH_PATH = "/healthz"
 STATS_PATH = "/v1/stats"
-_READ_BYTES = 1 << 16
 _MAX_HEADER_BYTES = 16 << 10
 """Request line and headers (and a chunk size line): h11 refuses more (a 400)."""
 _DECODE_THREADS = 1
@@ -84,12 +89,6 @@ _STATUS = {
     RejectReason.NOT_FOUND: HTTPStatus.NOT_FOUND,
     RejectReason.NO_ROOM: HTTPStatus.SERVICE_UNAVAILABLE,
 }
-
-
-class _Refused(Exception):
-    def __init__(self, reason: RejectReason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass
@@ -170,7 +169,7 @@ class ReceiverServer:
                 RejectReason.TIMEOUT, "a connection waiting on its client closed for a new one"
             ),
         )
-        server = await asyncio.start_server(self._accepted, sock=self._socket, limit=_READ_BYTES)
+        server = await asyncio.start_server(self._accepted, sock=self._socket, limit=READ_BYTES)
         await self._stopping.wait()
         server.close()
         serving = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
@@ -257,104 +256,40 @@ class ReceiverServer:
         self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection
     ) -> _Reply | _Export | None:
         try:
-            event = await self._next_event(http, reader, connection)
+            event = await next_event(http, reader, connection)
             if isinstance(event, h11.ConnectionClosed):
                 return None
             assert isinstance(event, h11.Request)
             target = event.target.decode("latin-1").split("?", 1)[0]
             headers = {name.decode("latin-1"): value for name, value in event.headers}
             if "transfer-encoding" in headers and "content-length" in headers:
-                raise _Refused(  # one framing or the other: both is how requests are smuggled
+                raise Refused(  # one framing or the other: both is how requests are smuggled
                     RejectReason.MALFORMED, "both Transfer-Encoding and Content-Length"
                 )
             if event.method == b"GET":
-                if not _declares_body(headers):  # read its end: the connection stays open
-                    await self._next_event(http, reader, connection)
+                if not declares_body(headers):  # read its end: the connection stays open
+                    await next_event(http, reader, connection)
                 return self._get(target, headers)
             ignored = IGNORED_PATHS.get(target)
             if event.method != b"POST" or (target != TRACES_PATH and ignored is None):
-                raise _Refused(RejectReason.NOT_FOUND, f"no route {target}; traces: {TRACES_PATH}")
-            if not self.authorized(_text(headers.get("authorization"))):
-                raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
+                raise Refused(RejectReason.NOT_FOUND, f"no route {target}; traces: {TRACES_PATH}")
+            if not self.authorized(text(headers.get("authorization"))):
+                raise Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
             if ignored is not None:
                 return await self._ignore(http, reader, connection, headers, ignored)
-            return _Export(headers, await self._body(http, reader, connection, headers))
+            return _Export(
+                headers, await read_body(http, reader, connection, headers, self.max_body_bytes)
+            )
         except h11.RemoteProtocolError as exc:
             if connection.evicted:
                 return None
-            return self._refusal(_Refused(RejectReason.MALFORMED, f"bad HTTP framing: {exc}"))
+            return self._refusal(Refused(RejectReason.MALFORMED, f"bad HTTP framing: {exc}"))
         except NoRoom as exc:
-            return self._refusal(_Refused(RejectReason.NO_ROOM, str(exc)))
+            return self._refusal(Refused(RejectReason.NO_ROOM, str(exc)))
         except decode.PayloadTooLarge as exc:
-            return self._refusal(_Refused(RejectReason.TOO_LARGE, str(exc)))
-        except _Refused as refused:
+            return self._refusal(Refused(RejectReason.TOO_LARGE, str(exc)))
+        except Refused as refused:
             return self._refusal(refused)
-
-    async def _next_event(
-        self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection
-    ) -> object:
-        while True:
-            event = http.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            data = await reader.read(_READ_BYTES)
-            if data and connection.state is not Waiting.CLIENT:
-                connection.now(Waiting.CLIENT)  # a request is arriving
-            http.receive_data(data)
-
-    def _continue(self, http: h11.Connection, connection: Connection) -> None:
-        """`100 Continue` to a client that waits for it before sending its body."""
-        if http.they_are_waiting_for_100_continue:
-            response = h11.InformationalResponse(status_code=100, headers=[])
-            connection.writer.write(http.send(response) or b"")
-
-    async def _body(
-        self,
-        http: h11.Connection,
-        reader: asyncio.StreamReader,
-        connection: Connection,
-        headers: dict[str, bytes],
-    ) -> bytes | bytearray:
-        """The body, never more than `max_body_bytes` of it held, its room reserved before it
-        is read."""
-        limit = self.max_body_bytes
-        length = headers.get("content-length")
-        reservation = connection.reservation
-        if length is None:
-            growing = GrowingBuffer(reservation, limit, "the chunked body")
-            self._continue(http, connection)
-            while isinstance(event := await self._next_event(http, reader, connection), h11.Data):
-                growing.extend(event.data)
-            return self._ended(event, growing.data)
-        size = int(length)  # h11 checked it is digits
-        if size > limit:
-            raise _Refused(RejectReason.TOO_LARGE, f"body of {size} bytes exceeds {limit}")
-        reservation.grow_to(reservation.held + size, "the body")
-        body = bytearray(size)
-        self._continue(http, connection)
-        filled = 0
-        while isinstance(event := await self._next_event(http, reader, connection), h11.Data):
-            body[filled : filled + len(event.data)] = event.data
-            filled += len(event.data)
-        return self._ended(event, body)
-
-    @staticmethod
-    def _ended(event: object, body: bytearray) -> bytearray:
-        if not isinstance(event, h11.EndOfMessage):
-            raise _Refused(RejectReason.MALFORMED, "the body ended before its length")
-        return body
-
-    async def _discard_body(
-        self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection, most: int
-    ) -> None:
-        """Read a body to its end, holding none of it; `too_large` past `most` bytes."""
-        self._continue(http, connection)
-        size = 0
-        while isinstance(event := await self._next_event(http, reader, connection), h11.Data):
-            size += len(event.data)
-            if size > most:
-                raise _Refused(RejectReason.TOO_LARGE, f"body exceeds {most} bytes")
-        self._ended(event, bytearray())
 
     async def _ignore(
         self,
@@ -366,9 +301,9 @@ class ReceiverServer:
     ) -> _Reply:
         """An export of a signal not read: its body discarded, the empty success response
         (an empty message, in protobuf or OTLP/JSON, as the request was), counted."""
-        await self._discard_body(http, reader, connection, self.max_body_bytes)
+        await discard_body(http, reader, connection, self.max_body_bytes)
         self.collector.ignore(signal)
-        if _media_type(headers) == decode.JSON:
+        if media_type(headers) == decode.JSON:
             return _Reply(HTTPStatus.OK, b"{}", decode.JSON)
         return _Reply(HTTPStatus.OK, b"", decode.PROTOBUF)
 
@@ -376,19 +311,19 @@ class ReceiverServer:
         if target == HEALTH_PATH:
             return _Reply(HTTPStatus.OK, b"ok\n", "text/plain")
         if target != STATS_PATH:
-            raise _Refused(RejectReason.NOT_FOUND, f"no route {target}")
-        if not self.authorized(_text(headers.get("authorization"))):
-            raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
+            raise Refused(RejectReason.NOT_FOUND, f"no route {target}")
+        if not self.authorized(text(headers.get("authorization"))):
+            raise Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
         return _Reply(HTTPStatus.OK, json.dumps(self.collector.stats()).encode(), decode.JSON)
 
     def _ingest(self, export: _Export, connection: Connection) -> _Reply:
         """Decode and take an export (in the decoding pool)."""
         headers, body = export.headers, export.body
-        content_type = _media_type(headers)
-        encoding = (_text(headers.get("content-encoding")) or "").strip().lower() or None
+        content_type = media_type(headers)
+        encoding = (text(headers.get("content-encoding")) or "").strip().lower() or None
         try:
             if content_type not in (decode.PROTOBUF, decode.JSON):
-                raise _Refused(
+                raise Refused(
                     RejectReason.UNSUPPORTED_MEDIA_TYPE,
                     f"Content-Type {content_type!r}: send {decode.PROTOBUF} or {decode.JSON}",
                 )
@@ -396,14 +331,14 @@ class ReceiverServer:
             data = decode.decompress(body, encoding, self.max_body_bytes, reservation)
             bad_ids = self.collector.take(data, content_type, reservation)
         except NoRoom as exc:
-            return self._refusal(_Refused(RejectReason.NO_ROOM, str(exc)))
+            return self._refusal(Refused(RejectReason.NO_ROOM, str(exc)))
         except decode.PayloadTooLarge as exc:
-            return self._refusal(_Refused(RejectReason.TOO_LARGE, str(exc)))
+            return self._refusal(Refused(RejectReason.TOO_LARGE, str(exc)))
         except decode.PayloadError as exc:
-            return self._refusal(_Refused(RejectReason.MALFORMED, str(exc)))
+            return self._refusal(Refused(RejectReason.MALFORMED, str(exc)))
         except decode.UnsupportedEncoding as exc:
-            return self._refusal(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
-        except _Refused as refused:
+            return self._refusal(Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
+        except Refused as refused:
             return self._refusal(refused)
         response = ExportTraceServiceResponse()
         if bad_ids:
@@ -416,7 +351,7 @@ class ReceiverServer:
         forward = (bytes(body), content_type, encoding) if self.forwarder is not None else None
         return _Reply(HTTPStatus.OK, answer, content_type, forward)
 
-    def _refusal(self, refused: _Refused) -> _Reply:
+    def _refusal(self, refused: Refused) -> _Reply:
         self.collector.reject(refused.reason, str(refused))
         return _Reply(
             _STATUS[refused.reason], _refusal_body(refused.reason, str(refused)), decode.JSON
@@ -452,15 +387,7 @@ class ReceiverServer:
         if writer.can_write_eof():
             writer.write_eof()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(_discard(reader, _LINGER_BYTES), _LINGER_S)
-
-
-async def _discard(reader: asyncio.StreamReader, most: int) -> None:
-    while most > 0:
-        chunk = await reader.read(_READ_BYTES)
-        if not chunk:
-            return
-        most -= len(chunk)
+            await asyncio.wait_for(discard(reader, _LINGER_BYTES), _LINGER_S)
 
 
 def _refusal_body(reason: RejectReason, message: str) -> bytes:
@@ -475,16 +402,3 @@ def _raw_refusal(reason: RejectReason, message: str) -> bytes:
         f"Content-Type: {decode.JSON}\r\nContent-Length: {len(body)}\r\n"
         f"Retry-After: {_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n"
     ).encode() + body
-
-
-def _declares_body(headers: dict[str, bytes]) -> bool:
-    return "transfer-encoding" in headers or headers.get("content-length", b"0") != b"0"
-
-
-def _media_type(headers: dict[str, bytes]) -> str:
-    content_type = _text(headers.get("content-type")) or ""
-    return content_type.split(";", 1)[0].strip().lower()
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1")
