@@ -229,6 +229,7 @@ class ReceiverServer:
                 )
             else:
                 reply = arrived
+            arrived = None  # the body is let go before its room is
             connection.reservation.shrink_to(CONNECTION_BYTES)
             if reply is None:
                 return  # the client closed
