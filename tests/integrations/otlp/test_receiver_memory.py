@@ -163,7 +163,8 @@ def test_a_body_costs_no_more_to_parse_than_is_reserved(shape: str) -> None:
 
 def test_bodies_in_one_byte_chunks_and_many_at_once_stay_within_the_bound() -> None:
     """Four chunked bodies of 1 MiB sent in 1-byte chunks at once, then 32 bodies of 4 MB at
-    once: every one answered, the process within the stated factor of the bound."""
+    once: every one taken or refused and counted once, the process within the stated factor
+    of the bound."""
     collector = CollectProcess()
     try:
         chunked = chunked_one_byte(collector)
@@ -174,6 +175,9 @@ def test_bodies_in_one_byte_chunks_and_many_at_once_stay_within_the_bound() -> N
         collector.stop()
     print(f"chunked {dict(chunked)}, in flight {dict(in_flight)}: RSS +{growth / 2**20:.1f} MiB")
     assert set(chunked) <= {400, 413, 503} and sum(chunked.values()) == 4
-    assert set(in_flight) <= {200, 503} and sum(in_flight.values()) == 32
-    assert stats["rejected_requests"].get("no_room", 0) == in_flight[503]
+    assert sum(in_flight.values()) == 32 and in_flight[200] >= 1
+    # refused 503, or cut off by a reset: a refused client's connection, lingering while it
+    # still sends its body, is closed when a new connection needs its room
+    assert all(status == 503 or status < 0 for status in in_flight if status != 200)
+    assert stats["rejected_requests"] == {"no_room": 32 - in_flight[200], "malformed": 4}
     assert growth < FACTOR * BOUND, f"{growth / 2**20:.0f} MiB"
