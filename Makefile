@@ -155,6 +155,7 @@ bench-langchain: setup
 # What `refcheck collect` ingests and checks on this machine (see docs/collect.md).
 bench-collect: setup
 	$(PY) benchmarks/collect_throughput.py
+	$(PY) benchmarks/collect_memory.py
 
 # Checker quality: the embedded checker on every labelled set in $REFCHECK_DATA_DIR; writes
 # bench-results/bench.json and bench-results/bench.html (see docs/bench.md).

@@ -44,11 +44,14 @@ span and its gen_ai.evaluation.result log records carry the app's trace id, pare
 trace's root span, and go to --export-endpoint over OTLP/HTTP; --forward passes the received
 spans on untouched, so the receiver can sit between the app and its collector.
 
-Waiting traces are bounded (--max-open-traces, --max-spans-per-trace, --max-trace-age,
---max-buffered-bytes); every trace given up is counted with its reason. A request that is not
-a trace export gets a 400, a body over --max-body-bytes a 413, a missing token a 401; all are
-counted. GET /v1/stats shows the counts, GET /healthz answers 200. With the grpc extra, OTLP/gRPC
-is served on --grpc-port as well. More: docs/collect.md.
+Everything held for clients is bounded by --max-buffered-bytes: waiting spans (beyond, the
+least recently active trace is given up, counted) and requests in flight (reserved before they
+are read; without room, a 503 no_room that exporters retry). --max-open-traces,
+--max-spans-per-trace and --max-trace-age bound the traces too. A request that is not a trace
+export gets a 400, a body over --max-body-bytes a 413, a missing token a 401; all are counted.
+Metrics and logs (POST /v1/metrics, /v1/logs) are answered with success and counted ignored.
+GET /v1/stats shows the counts, GET /healthz answers 200. With the grpc extra, OTLP/gRPC is
+served on --grpc-port as well. More: docs/collect.md.
 """
 
 

@@ -40,6 +40,9 @@ class Tally(str, Enum):
     `bad_span_id`."""
     NOT_FORWARDED = "not_forwarded"
     """Export requests `refcheck collect --forward` did not pass on, by `ForwardReason`."""
+    IGNORED = "ignored"
+    """Export requests of signals `refcheck collect` does not read, answered with success as
+    a collector answers them, by `IgnoreReason`."""
 
 
 class SkipReason(str, Enum):
@@ -150,6 +153,10 @@ class RejectReason(str, Enum):
     """The request did not arrive whole (headers and body) within `--request-timeout`, or its
     connection was the longest waiting when `--max-connections` were open and a new one came:
     the connection is closed."""
+    NO_ROOM = "no_room"
+    """The room `--max-buffered-bytes` keeps for requests in flight was held by other requests:
+    503 with Retry-After, which OTLP exporters retry. Nothing already held is evicted for a
+    request."""
     BAD_SPAN_ID = "bad_span_id"
     """A span whose trace id is not 16 bytes or whose span id is not 8 (counted per span; the
     request's other spans are taken, and its reply says how many were rejected)."""
@@ -163,6 +170,16 @@ class ForwardReason(str, Enum):
     """The forwarding queue was full (the downstream is slower than the app)."""
     FAILED = "failed"
     """The downstream refused it, or did not answer in time."""
+
+
+class IgnoreReason(str, Enum):
+    """Which signal an export request `refcheck collect` answered and did not read carried
+    (`Tally.IGNORED`): apps pointed at it send their metrics and logs beside their traces."""
+
+    METRICS = "metrics"
+    """`POST /v1/metrics`."""
+    LOGS = "logs"
+    """`POST /v1/logs`."""
 
 
 class TruncateReason(str, Enum):

@@ -96,6 +96,11 @@ class Instruments:
                 names.UNIT_REQUEST,
                 "Export requests refcheck collect --forward did not pass on, by reason.",
             ),
+            Tally.IGNORED: meter.create_counter(
+                names.COLLECT_IGNORED,
+                names.UNIT_REQUEST,
+                "Export requests of signals refcheck collect does not read (metrics, logs).",
+            ),
         }
         self.llm_tokens = meter.create_counter(
             names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."

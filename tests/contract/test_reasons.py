@@ -17,6 +17,7 @@ from refcheck_callbacks.contract.reasons import (
     ErrorReason,
     FeedbackReason,
     ForwardReason,
+    IgnoreReason,
     RejectReason,
     SkipReason,
     Tally,
@@ -37,6 +38,7 @@ SHIPPED = {
         "truncated",
         "rejected",
         "not_forwarded",
+        "ignored",
     },
     SkipReason: {
         "sampled_out", "no_references", "no_answer", "unpaired", "run_error", "run_cancelled",
@@ -53,9 +55,10 @@ SHIPPED = {
     },
     RejectReason: {
         "malformed", "too_large", "unauthorized", "unsupported_media_type", "not_found",
-        "timeout", "bad_span_id",
+        "timeout", "no_room", "bad_span_id",
     },
     ForwardReason: {"queue_full", "failed"},
+    IgnoreReason: {"metrics", "logs"},
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
     TruncateReason: {
         "answer", "question", "references", "reference_text", "claims", "claim", "model",

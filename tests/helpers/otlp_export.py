@@ -15,7 +15,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import TracerProvider
 
+from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.launch import Receiver
+from refcheck_callbacks.integrations.otlp.received import ReceivedSpan
 
 
 def new_trace_id() -> bytes:
@@ -55,6 +57,13 @@ def export(*spans: Span) -> bytes:
     request = ExportTraceServiceRequest()
     request.resource_spans.add().scope_spans.add().spans.extend(spans)
     return request.SerializeToString()
+
+
+def received(body: bytes, content_type: str = decode.PROTOBUF) -> list[ReceivedSpan]:
+    """The spans the receiver reads from an export request's body."""
+    spans: list[ReceivedSpan] = []
+    decode.read(body, content_type, spans.extend)
+    return spans
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 90.0) -> None:

@@ -1,6 +1,6 @@
 """Received spans in, answers out: the trace receiver's side of the `AnswerSink` contract.
 
-`TraceCollector.receive` hands decoded spans to the `TraceAssembly`; a sweeper thread finishes
+`TraceCollector.take` hands decoded spans to the `TraceAssembly`; a sweeper thread finishes
 complete traces, reads each one's shape (`pairing.shape_of`) and submits it to the sink with
 the app's trace context: the evaluation span is a child of the trace's root span, so a trace
 back end shows it on the app's own trace. A trace that fits no rule is counted skipped
@@ -10,25 +10,24 @@ could not be read errored (`trace_pairing`): every trace received is submitted o
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from refcheck_callbacks.contract.answers import AnswerSink
 from refcheck_callbacks.contract.reasons import (
     DropReason,
     ErrorReason,
     ForwardReason,
+    IgnoreReason,
     RejectReason,
     SkipReason,
     Tally,
 )
 from refcheck_callbacks.integrations.otlp import decode
+from refcheck_callbacks.integrations.otlp.intake import Intake, Reservation
 from refcheck_callbacks.integrations.otlp.limits import TraceLimits
 from refcheck_callbacks.integrations.otlp.pairing import shape_of
 from refcheck_callbacks.integrations.otlp.traces import OpenTrace, TraceAssembly
@@ -37,9 +36,6 @@ from refcheck_callbacks.types import TraceContext
 
 SOURCE = "otlp"
 """`refcheck.source` in the metadata of every answer the receiver submits."""
-_BATCH_SPANS = 256
-"""Spans read into Python objects at a time: the assembly makes room for each batch before the
-next is read, so a request's spans never sit in memory beside a full buffer all at once."""
 Record = Callable[[Tally, str, int], None]
 """Where refusals are also counted for the metrics: `RefCheckMonitor.record`."""
 _LOG_LINES = {
@@ -67,6 +63,11 @@ class TraceCollector:
         reason), and the skip, drop and error reasons above."""
         self.rejected: Counter[str] = Counter()
         """Export requests refused, by `RejectReason` (spans, for `bad_span_id`)."""
+        self.ignored: Counter[str] = Counter()
+        """Export requests of signals the receiver does not read (`/v1/metrics`, `/v1/logs`),
+        answered as a collector answers them, by `IgnoreReason`."""
+        self.intake = Intake(self.assembly.limits.intake_bytes)
+        """Room for requests in flight (`intake.py`), shared by the HTTP and gRPC receivers."""
         self.not_forwarded: Counter[str] = Counter()
         """Export requests `--forward` did not pass on, by `ForwardReason`."""
         self.paired: Counter[str] = Counter()
@@ -79,32 +80,38 @@ class TraceCollector:
 
     # -- intake ------------------------------------------------------------------------------
 
-    def take(self, data: bytes, content_type: str) -> int:
-        """Decode an export request (`decode.parse`) and `receive` it, counting what parsing
-        may take (up to `decode.PARSE_EXPANSION` times the body) within `max_buffered_bytes`
-        until its spans are in: `decode.PayloadTooLarge` when that alone exceeds the bound.
-        Returns how many spans were rejected."""
-        transient = len(data) * decode.PARSE_EXPANSION
-        if not self.assembly.reserve(transient):
-            raise decode.PayloadTooLarge(
-                f"a body of {len(data)} bytes may take {transient} bytes to parse, more than "
-                f"--max-buffered-bytes ({self.assembly.limits.max_buffered_bytes})"
-            )
+    def take(
+        self,
+        data: bytes | bytearray,
+        content_type: str,
+        reservation: Reservation | None = None,
+    ) -> int:
+        """Read an export request's spans into the assembly, a batch at a time, reserving what
+        parsing builds (`reservation`, else one of its own for the body and what it builds):
+        `decode.PayloadTooLarge` when that could never fit, `received.NoRoom` when requests in
+        flight hold the room now. Returns how many spans were rejected (bad ids), each counted
+        `bad_span_id`."""
+        own = reservation is None
+        if reservation is None:
+            reservation = self.intake.reservation()
+            reservation.grow_to(len(data), "the body")
         try:
-            return self.receive(decode.parse(data, content_type))
+            bad_ids = decode.read(
+                data, content_type, self.assembly.add, self.assembly.admit, None, reservation
+            )
         finally:
-            self.assembly.release(transient)
-
-    def receive(self, request: ExportTraceServiceRequest) -> int:
-        """Take the spans of a decoded export request; returns how many were rejected (bad
-        ids), each counted `bad_span_id`."""
-        bad_ids = decode.BadIds()
-        spans = decode.spans_of(request, self.assembly.admit, bad_ids)
-        while batch := list(itertools.islice(spans, _BATCH_SPANS)):
-            self.assembly.add(batch)
+            if own:
+                reservation.shrink_to(0)
         if bad_ids.count:
             self.reject(RejectReason.BAD_SPAN_ID, bad_ids.example, bad_ids.count)
         return bad_ids.count
+
+    def ignore(self, reason: IgnoreReason) -> None:
+        """Count an export of a signal the receiver answers and does not read."""
+        with self._lock:
+            self.ignored[reason.value] += 1
+        if self._record is not None:
+            self._record(Tally.IGNORED, reason.value, 1)
 
     def reject(self, reason: RejectReason, detail: str, count: int = 1) -> None:
         """Count a refusal (for `/v1/stats` and the metrics) and log it, rate-limited."""
@@ -198,6 +205,7 @@ class TraceCollector:
             return {
                 "open_traces": self.assembly.open_traces,
                 "buffered_bytes": self.assembly.buffered_bytes,
+                "in_flight_bytes": self.intake.used,
                 "spans": {
                     "received": spans.received,
                     "late": spans.late,
@@ -207,4 +215,5 @@ class TraceCollector:
                 "paired": dict(self.paired),
                 "rejected_requests": dict(self.rejected),
                 "not_forwarded": dict(self.not_forwarded),
+                "ignored_requests": dict(self.ignored),
             }

@@ -7,18 +7,22 @@ its request holds nothing a fast client needs.
 - Every request must arrive whole (headers and body) within `request_timeout` seconds of the
   connection becoming ready for it; an idle keep-alive connection is closed after as long.
   A request cut off is counted `timeout`.
-- At most `max_connections` connections are open; a new one evicts the one that has waited
-  longest for its request (idle or slow), counted `timeout`, so it never waits behind them.
+- At most `max_connections` connections are open; a new one closes one waiting on its client
+  (`connections.py` says which), counted `timeout`, so it never waits behind them.
+- Every byte held for a client is reserved first (`intake.py`): its connection's buffers,
+  its body (`http_request.py`), gunzipped, parsed. No room: 503 `no_room`, never an eviction.
 - Framing is h11's: an invalid Content-Length (`²`, negative, duplicates that disagree), a
   Transfer-Encoding other than chunked, or a broken chunk size gets a 400 (`malformed`).
   A Content-Length over `max_body_bytes` gets a 413 before any body byte is read; a chunked
   body is refused (413) as soon as it passes the limit, with at most one read of the socket
-  (`_READ_BYTES`) taken beyond it.
+  (`READ_BYTES`) taken beyond it.
 
 Then, in order: path (404), bearer token (401), media type and encoding (415), decoding (400,
 or 413 when gzip expands beyond the limit), in a small thread pool off the loop. Every refusal
-is counted by its `RejectReason`; the reply is sent before forwarding. `GET /healthz` answers
-200, `GET /v1/stats` the collector's counts (token required).
+is counted once by its `RejectReason`; the reply is sent before forwarding. Exports of the
+signals the receiver does not read (`/v1/metrics`, `/v1/logs`) are answered 200 with their
+signal's empty response, as a collector answers, and counted `ignored`. `GET /healthz`
+answers 200, `GET /v1/stats` the counts (token required), keeping the connection open.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ import hmac
 import json
 import socket
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -38,51 +41,54 @@ import h11
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from refcheck_callbacks.contract.reasons import RejectReason
+from refcheck_callbacks.contract.reasons import IgnoreReason, RejectReason
 from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
+from refcheck_callbacks.integrations.otlp.connections import (
+    CONNECTION_BYTES,
+    Connection,
+    ConnectionTable,
+    Waiting,
+)
 from refcheck_callbacks.integrations.otlp.forward import Forwarder
+from refcheck_callbacks.integrations.otlp.http_request import (
+    READ_BYTES,
+    Refused,
+    declares_body,
+    discard,
+    discard_body,
+    media_type,
+    next_event,
+    read_body,
+    text,
+)
 from refcheck_callbacks.integrations.otlp.limits import (
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
 )
+from refcheck_callbacks.integrations.otlp.received import NoRoom
 from refcheck_callbacks.support.logs import logger
 
 TRACES_PATH = "/v1/traces"
+IGNORED_PATHS = {"/v1/metrics": IgnoreReason.METRICS, "/v1/logs": IgnoreReason.LOGS}
 HEALTH_PATH = "/healthz"
 STATS_PATH = "/v1/stats"
-_READ_BYTES = 1 << 16
 _MAX_HEADER_BYTES = 16 << 10
 """Request line and headers (and a chunk size line): h11 refuses more (a 400)."""
 _DECODE_THREADS = 1
-"""Decoding is CPU-bound under the GIL: one thread keeps the loop free, and only one request's
-parse is in memory at a time (`TraceCollector.take` makes room for it)."""
+"""Decoding is CPU-bound under the GIL: one thread keeps the loop free."""
 _LINGER_S = 2.0
 _LINGER_BYTES = 64 << 20
+_RETRY_AFTER_S = "1"
 _STATUS = {
     RejectReason.MALFORMED: HTTPStatus.BAD_REQUEST,
     RejectReason.TOO_LARGE: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
     RejectReason.UNAUTHORIZED: HTTPStatus.UNAUTHORIZED,
     RejectReason.UNSUPPORTED_MEDIA_TYPE: HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
     RejectReason.NOT_FOUND: HTTPStatus.NOT_FOUND,
+    RejectReason.NO_ROOM: HTTPStatus.SERVICE_UNAVAILABLE,
 }
-
-
-class _Refused(Exception):
-    def __init__(self, reason: RejectReason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass(eq=False)
-class _Connection:
-    writer: asyncio.StreamWriter
-    waiting_since: float
-    """When it became ready for its next request (accepted, or the last reply sent)."""
-    busy: bool = False
-    """Its request arrived whole and is being answered: not evicted."""
-    evicted: bool = False
 
 
 @dataclass
@@ -90,7 +96,7 @@ class _Export:
     """A `POST /v1/traces` that arrived whole."""
 
     headers: dict[str, bytes]
-    body: bytes
+    body: bytes | bytearray
 
 
 @dataclass
@@ -125,9 +131,7 @@ class ReceiverServer:
         self._socket = socket.create_server(address, backlog=128)
         self._loop = asyncio.new_event_loop()
         self._decoding = ThreadPoolExecutor(_DECODE_THREADS, "refcheck-collect-decode")
-        self._connections: dict[_Connection, None] = {}
-        """Open connections, in the order they became ready for their request."""
-        self._freed = asyncio.Event()
+        self._table: ConnectionTable | None = None  # made in the loop
         self._stopping = asyncio.Event()  # bound to the loop on first use, in the loop
         self._thread = threading.Thread(target=self._run, name="refcheck-collect-http", daemon=True)
         self.port = int(self._socket.getsockname()[1])
@@ -158,7 +162,14 @@ class ReceiverServer:
             self._loop.close()
 
     async def _serve(self) -> None:
-        server = await asyncio.start_server(self._accepted, sock=self._socket)
+        self._table = ConnectionTable(
+            self.max_connections,
+            self.collector.intake,
+            lambda: self.collector.reject(
+                RejectReason.TIMEOUT, "a connection waiting on its client closed for a new one"
+            ),
+        )
+        server = await asyncio.start_server(self._accepted, sock=self._socket, limit=READ_BYTES)
         await self._stopping.wait()
         server.close()
         serving = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
@@ -168,71 +179,64 @@ class ReceiverServer:
         await server.wait_closed()
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = _Connection(writer, time.monotonic())
+        assert self._table is not None
+        connection: Connection | None = None
         try:
-            await self._admit(connection)
+            connection = await self._table.admit(writer)
             await self._converse(connection, reader)
+        except decode.PayloadTooLarge as exc:  # no room for one more connection's buffers
+            self.collector.reject(RejectReason.NO_ROOM, str(exc))
+            writer.write(_raw_refusal(RejectReason.NO_ROOM, str(exc)))
+            with contextlib.suppress(OSError, asyncio.TimeoutError):
+                await asyncio.wait_for(writer.drain(), 1.0)
         except (OSError, asyncio.TimeoutError):
             pass  # the client went away, was evicted, or did not read its reply in time
+        except asyncio.CancelledError:
+            if not self._stopping.is_set():
+                raise
         except Exception:  # a bug of ours must not stop the loop
             logger.exception("refcheck collect: serving a connection failed")
         finally:
-            self._connections.pop(connection, None)
-            self._freed.set()
+            if connection is not None:
+                self._table.close(connection)
             writer.transport.abort()
 
-    async def _admit(self, connection: _Connection) -> None:
-        """Take a place among `max_connections`, evicting the connection that has waited
-        longest for its request; only when every place is answering a request, wait."""
-        while len(self._connections) >= self.max_connections:
-            waiting = [c for c in self._connections if not c.busy and not c.evicted]
-            if waiting:
-                oldest = min(waiting, key=lambda c: c.waiting_since)
-                self._evict(oldest)
-                break
-            self._freed.clear()
-            await self._freed.wait()
-        self._connections[connection] = None
-
-    def _evict(self, connection: _Connection) -> None:
-        connection.evicted = True
-        self._connections.pop(connection, None)
-        self.collector.reject(
-            RejectReason.TIMEOUT, "a connection waiting for its request closed for a new one"
-        )
-        connection.writer.transport.abort()
-
-    async def _converse(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+    async def _converse(self, connection: Connection, reader: asyncio.StreamReader) -> None:
         """Serve requests on one connection until it closes, a deadline passes or a refusal
         ends it."""
         http = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEADER_BYTES)
+        served = False
         while not connection.evicted:
-            connection.waiting_since = time.monotonic()
-            self._connections.pop(connection, None)
-            self._connections[connection] = None  # now the most recent to wait
+            connection.now(Waiting.IDLE if served else Waiting.FRESH)
             try:
                 arrived = await asyncio.wait_for(
                     self._request(http, reader, connection), self.request_timeout
                 )
             except asyncio.TimeoutError:
-                if http.their_state is not h11.IDLE or http.trailing_data[0]:
+                if not connection.evicted and (
+                    http.their_state is not h11.IDLE or http.trailing_data[0]
+                ):
                     self.collector.reject(
                         RejectReason.TIMEOUT,
                         f"a request not whole within {self.request_timeout:g} s closed",
                     )
                 return
             if isinstance(arrived, _Export):
-                connection.busy = True  # our own time, not the client's: no deadline
+                connection.now(Waiting.SERVING)  # our own time, not the client's: no deadline
                 loop = asyncio.get_running_loop()
                 reply: _Reply | None = await loop.run_in_executor(
-                    self._decoding, self._ingest, arrived.headers, arrived.body
+                    self._decoding, self._ingest, arrived, connection
                 )
             else:
                 reply = arrived
+            arrived = None  # the body is let go before its room is
+            connection.reservation.shrink_to(CONNECTION_BYTES)
             if reply is None:
                 return  # the client closed
+            connection.now(Waiting.CLIENT)  # until the client has read the reply
+            connection.answered = True
             keep_alive = await self._send(connection, http, reply)
-            connection.busy = False
+            served = True
             if reply.then is not None and self.forwarder is not None:
                 self.forwarder.put(*reply.then)
             if not keep_alive:
@@ -241,92 +245,101 @@ class ReceiverServer:
             http.start_next_cycle()
 
     async def _request(
-        self, http: h11.Connection, reader: asyncio.StreamReader, connection: _Connection
+        self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection
     ) -> _Reply | _Export | None:
         """Read one request: an export to ingest, or the reply to anything else; None when the
         connection closed between requests."""
+        arrived = await self._read_request(http, reader, connection)
+        connection.answered = isinstance(arrived, _Reply)  # before any other task runs
+        return arrived
+
+    async def _read_request(
+        self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection
+    ) -> _Reply | _Export | None:
         try:
-            event = await self._next_event(http, reader)
+            event = await next_event(http, reader, connection)
             if isinstance(event, h11.ConnectionClosed):
                 return None
             assert isinstance(event, h11.Request)
             target = event.target.decode("latin-1").split("?", 1)[0]
             headers = {name.decode("latin-1"): value for name, value in event.headers}
             if "transfer-encoding" in headers and "content-length" in headers:
-                raise _Refused(  # one framing or the other: both is how requests are smuggled
+                raise Refused(  # one framing or the other: both is how requests are smuggled
                     RejectReason.MALFORMED, "both Transfer-Encoding and Content-Length"
                 )
             if event.method == b"GET":
+                if not declares_body(headers):  # read its end: the connection stays open
+                    await next_event(http, reader, connection)
                 return self._get(target, headers)
-            if event.method != b"POST" or target != TRACES_PATH:
-                raise _Refused(RejectReason.NOT_FOUND, f"no route {target}; traces: {TRACES_PATH}")
-            if not self.authorized(_text(headers.get("authorization"))):
-                raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
-            return _Export(headers, await self._body(http, reader, headers))
+            ignored = IGNORED_PATHS.get(target)
+            if event.method != b"POST" or (target != TRACES_PATH and ignored is None):
+                raise Refused(RejectReason.NOT_FOUND, f"no route {target}; traces: {TRACES_PATH}")
+            if not self.authorized(text(headers.get("authorization"))):
+                raise Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
+            if ignored is not None:
+                return await self._ignore(http, reader, connection, headers, ignored)
+            return _Export(
+                headers, await read_body(http, reader, connection, headers, self.max_body_bytes)
+            )
         except h11.RemoteProtocolError as exc:
             if connection.evicted:
                 return None
-            return self._refusal(_Refused(RejectReason.MALFORMED, f"bad HTTP framing: {exc}"))
-        except _Refused as refused:
+            return self._refusal(Refused(RejectReason.MALFORMED, f"bad HTTP framing: {exc}"))
+        except NoRoom as exc:
+            return self._refusal(Refused(RejectReason.NO_ROOM, str(exc)))
+        except decode.PayloadTooLarge as exc:
+            return self._refusal(Refused(RejectReason.TOO_LARGE, str(exc)))
+        except Refused as refused:
             return self._refusal(refused)
 
-    async def _next_event(self, http: h11.Connection, reader: asyncio.StreamReader) -> object:
-        while True:
-            event = http.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            http.receive_data(await reader.read(_READ_BYTES))
-
-    async def _body(
-        self, http: h11.Connection, reader: asyncio.StreamReader, headers: dict[str, bytes]
-    ) -> bytes:
-        """The body, never more than `max_body_bytes` of it held."""
-        limit = self.max_body_bytes
-        length = headers.get("content-length")
-        if length is not None and int(length) > limit:  # h11 checked it is digits
-            raise _Refused(RejectReason.TOO_LARGE, f"body of {int(length)} bytes exceeds {limit}")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            event = await self._next_event(http, reader)
-            if isinstance(event, h11.EndOfMessage):
-                return b"".join(chunks)
-            if not isinstance(event, h11.Data):
-                raise _Refused(RejectReason.MALFORMED, "the body ended before its length")
-            size += len(event.data)
-            if size > limit:
-                raise _Refused(RejectReason.TOO_LARGE, f"chunked body exceeds {limit} bytes")
-            chunks.append(bytes(event.data))
+    async def _ignore(
+        self,
+        http: h11.Connection,
+        reader: asyncio.StreamReader,
+        connection: Connection,
+        headers: dict[str, bytes],
+        signal: IgnoreReason,
+    ) -> _Reply:
+        """An export of a signal not read: its body discarded, the empty success response
+        (an empty message, in protobuf or OTLP/JSON, as the request was), counted."""
+        await discard_body(http, reader, connection, self.max_body_bytes)
+        self.collector.ignore(signal)
+        if media_type(headers) == decode.JSON:
+            return _Reply(HTTPStatus.OK, b"{}", decode.JSON)
+        return _Reply(HTTPStatus.OK, b"", decode.PROTOBUF)
 
     def _get(self, target: str, headers: dict[str, bytes]) -> _Reply:
         if target == HEALTH_PATH:
             return _Reply(HTTPStatus.OK, b"ok\n", "text/plain")
         if target != STATS_PATH:
-            raise _Refused(RejectReason.NOT_FOUND, f"no route {target}")
-        if not self.authorized(_text(headers.get("authorization"))):
-            raise _Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
+            raise Refused(RejectReason.NOT_FOUND, f"no route {target}")
+        if not self.authorized(text(headers.get("authorization"))):
+            raise Refused(RejectReason.UNAUTHORIZED, "a bearer token is required")
         return _Reply(HTTPStatus.OK, json.dumps(self.collector.stats()).encode(), decode.JSON)
 
-    def _ingest(self, headers: dict[str, bytes], body: bytes) -> _Reply:
+    def _ingest(self, export: _Export, connection: Connection) -> _Reply:
         """Decode and take an export (in the decoding pool)."""
-        content_type = _text(headers.get("content-type")) or ""
-        content_type = content_type.split(";", 1)[0].strip().lower()
-        encoding = (_text(headers.get("content-encoding")) or "").strip().lower() or None
+        headers, body = export.headers, export.body
+        content_type = media_type(headers)
+        encoding = (text(headers.get("content-encoding")) or "").strip().lower() or None
         try:
             if content_type not in (decode.PROTOBUF, decode.JSON):
-                raise _Refused(
+                raise Refused(
                     RejectReason.UNSUPPORTED_MEDIA_TYPE,
                     f"Content-Type {content_type!r}: send {decode.PROTOBUF} or {decode.JSON}",
                 )
-            data = decode.decompress(body, encoding, self.max_body_bytes)
-            bad_ids = self.collector.take(data, content_type)
+            reservation = connection.reservation
+            data = decode.decompress(body, encoding, self.max_body_bytes, reservation)
+            bad_ids = self.collector.take(data, content_type, reservation)
+        except NoRoom as exc:
+            return self._refusal(Refused(RejectReason.NO_ROOM, str(exc)))
         except decode.PayloadTooLarge as exc:
-            return self._refusal(_Refused(RejectReason.TOO_LARGE, str(exc)))
+            return self._refusal(Refused(RejectReason.TOO_LARGE, str(exc)))
         except decode.PayloadError as exc:
-            return self._refusal(_Refused(RejectReason.MALFORMED, str(exc)))
+            return self._refusal(Refused(RejectReason.MALFORMED, str(exc)))
         except decode.UnsupportedEncoding as exc:
-            return self._refusal(_Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
-        except _Refused as refused:
+            return self._refusal(Refused(RejectReason.UNSUPPORTED_MEDIA_TYPE, str(exc)))
+        except Refused as refused:
             return self._refusal(refused)
         response = ExportTraceServiceResponse()
         if bad_ids:
@@ -336,16 +349,20 @@ class ReceiverServer:
             answer = response.SerializeToString()
         else:
             answer = json_format.MessageToJson(response).encode()
-        return _Reply(HTTPStatus.OK, answer, content_type, (body, content_type, encoding))
+        forward = (bytes(body), content_type, encoding) if self.forwarder is not None else None
+        return _Reply(HTTPStatus.OK, answer, content_type, forward)
 
-    def _refusal(self, refused: _Refused) -> _Reply:
+    def _refusal(self, refused: Refused) -> _Reply:
         self.collector.reject(refused.reason, str(refused))
-        body = json.dumps({"error": refused.reason.value, "message": str(refused)}).encode()
-        return _Reply(_STATUS[refused.reason], body, decode.JSON)
+        return _Reply(
+            _STATUS[refused.reason], _refusal_body(refused.reason, str(refused)), decode.JSON
+        )
 
-    async def _send(self, connection: _Connection, http: h11.Connection, reply: _Reply) -> bool:
+    async def _send(self, connection: Connection, http: h11.Connection, reply: _Reply) -> bool:
         """Write the reply; whether the connection can take another request."""
         headers = [("Content-Type", reply.content_type), ("Content-Length", str(len(reply.body)))]
+        if reply.status == HTTPStatus.SERVICE_UNAVAILABLE:
+            headers.append(("Retry-After", _RETRY_AFTER_S))
         whole = http.their_state is h11.DONE
         if not whole:  # refused before its body was read: the rest is discarded, then closed
             headers.append(("Connection", "close"))
@@ -360,25 +377,29 @@ class ReceiverServer:
             await asyncio.wait_for(writer.drain(), self.request_timeout)
         return whole and http.our_state is h11.DONE and http.their_state is h11.DONE
 
-    async def _linger(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+    async def _linger(self, connection: Connection, reader: asyncio.StreamReader) -> None:
         """Discard what the client still sends of a refused body (at most `_LINGER_BYTES`, for
         `_LINGER_S`) before closing: closing with unread data resets the connection, and a
-        reset can destroy the reply before the client reads it."""
-        connection.busy = False
+        reset can destroy the reply before the client reads it. Its request is counted, so
+        closing it for a new connection counts nothing more."""
+        assert self._table is not None
+        self._table.linger(connection)
         writer = connection.writer
         if writer.can_write_eof():
             writer.write_eof()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(_discard(reader, _LINGER_BYTES), _LINGER_S)
+            await asyncio.wait_for(discard(reader, _LINGER_BYTES), _LINGER_S)
 
 
-async def _discard(reader: asyncio.StreamReader, most: int) -> None:
-    while most > 0:
-        chunk = await reader.read(_READ_BYTES)
-        if not chunk:
-            return
-        most -= len(chunk)
+def _refusal_body(reason: RejectReason, message: str) -> bytes:
+    return json.dumps({"error": reason.value, "message": message}).encode()
 
 
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1")
+def _raw_refusal(reason: RejectReason, message: str) -> bytes:
+    """A refusal written before any request was read (no h11 state to answer it with)."""
+    body = _refusal_body(reason, message)
+    return (
+        f"HTTP/1.1 {int(_STATUS[reason])} {_STATUS[reason].phrase}\r\n"
+        f"Content-Type: {decode.JSON}\r\nContent-Length: {len(body)}\r\n"
+        f"Retry-After: {_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n"
+    ).encode() + body

@@ -16,6 +16,9 @@ MAX_CONNECTIONS = 32
 REQUEST_TIMEOUT = 10.0
 """Seconds a request may take to arrive whole (headers and body), or a connection may idle."""
 
+INTAKE_SHARE = 4
+"""A quarter of `--max-buffered-bytes` is for requests in flight, the rest for waiting spans."""
+
 
 @dataclass(frozen=True)
 class TraceLimits:
@@ -45,11 +48,13 @@ class TraceLimits:
     max_buffered_bytes: int = field(
         default=256 << 20,
         metadata={
-            "help": "memory held by the spans of open traces (Python's own, estimated); "
-            "beyond, the least recently active trace is dropped"
+            "help": "memory held for clients: three quarters for the spans of open traces "
+            "(beyond, the least recently active trace is dropped), a quarter for requests in "
+            "flight (beyond, a request is refused 503 no_room)"
         },
     )
-    """Estimated bytes of all waiting spans (`ReceivedSpan.size`)."""
+    """All the receiver holds for its clients: waiting spans (`ReceivedSpan.size`, at most
+    `span_bytes`) and requests in flight (`intake.Intake`, at most `intake_bytes`)."""
     remembered_traces: int = field(
         default=100_000,
         metadata={
@@ -57,6 +62,16 @@ class TraceLimits:
         },
     )
     """Finished or given-up trace ids kept, to discard their late spans."""
+
+    @property
+    def intake_bytes(self) -> int:
+        """The share of `max_buffered_bytes` for requests in flight."""
+        return self.max_buffered_bytes // INTAKE_SHARE
+
+    @property
+    def span_bytes(self) -> int:
+        """The share of `max_buffered_bytes` for the spans of open traces."""
+        return self.max_buffered_bytes - self.intake_bytes
 
     def __post_init__(self) -> None:
         for name in ("max_open_traces", "max_spans_per_trace", "max_buffered_bytes"):

@@ -4,8 +4,9 @@ A trace is complete when its root span (no parent) has arrived, which OTLP sends
 has ended, and no span of it has arrived for `idle` seconds: the other spans of a batch
 exporter's trace come within a few export intervals. Everything waiting is bounded:
 
-- `max_open_traces` traces and `max_buffered_bytes` of their spans: beyond either, the least
-  recently active trace is given up (`trace_overflow`);
+- `max_open_traces` traces and `span_bytes` of their spans (three quarters of
+  `max_buffered_bytes`; requests in flight have the rest, `intake.Intake`): beyond either, the
+  least recently active trace is given up (`trace_overflow`);
 - `max_spans_per_trace`: a trace with more is given up at once (`trace_too_large`);
 - `max_trace_age`: a trace whose root never arrives (a span that never ends) is given up that
   long after its first span (`trace_expired`).
@@ -26,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from refcheck_callbacks.contract.reasons import DropReason
-from refcheck_callbacks.integrations.otlp.decode import ReceivedSpan
 from refcheck_callbacks.integrations.otlp.limits import TraceLimits
+from refcheck_callbacks.integrations.otlp.received import ReceivedSpan
 
 
 @dataclass(slots=True)
@@ -125,34 +126,13 @@ class TraceAssembly:
                 if span.parent_id is None:
                     trace.root = span
             while len(self._open) > limits.max_open_traces or (
-                self._bytes > limits.max_buffered_bytes and self._open
+                self._bytes > limits.span_bytes and self._open
             ):
                 oldest = next(iter(self._open.values()))
                 dropped.append((self._finish_locked(oldest), DropReason.TRACE_OVERFLOW))
             self.spans.given_up += sum(len(trace.spans) for trace, _ in dropped)
         for trace, reason in dropped:
             self._on_drop(trace, reason)
-
-    def reserve(self, transient: int) -> bool:
-        """Count `transient` bytes (a request being parsed) as buffered, giving up the least
-        recently active traces until they fit under `max_buffered_bytes`; False, reserving
-        nothing, when they could not fit even alone. `release` them once the request's spans
-        were added, so the spans read from it make room within the bound too."""
-        if transient > self.limits.max_buffered_bytes:
-            return False
-        dropped: list[OpenTrace] = []
-        with self._lock:
-            while self._open and self._bytes + transient > self.limits.max_buffered_bytes:
-                dropped.append(self._finish_locked(next(iter(self._open.values()))))
-            self._bytes += transient
-            self.spans.given_up += sum(len(trace.spans) for trace in dropped)
-        for trace in dropped:
-            self._on_drop(trace, DropReason.TRACE_OVERFLOW)
-        return True
-
-    def release(self, transient: int) -> None:
-        with self._lock:
-            self._bytes -= transient
 
     def _finish_locked(self, trace: OpenTrace) -> OpenTrace:
         """Remove an open trace and remember its id."""

@@ -169,7 +169,7 @@ def test_a_gzip_body_that_expands_beyond_the_limit_gets_413(hostile_receiver: Re
             {"Content-Type": "application/json"},
         ),
         (b"\x1f\x8b\x08broken", {**PROTOBUF, "Content-Encoding": "gzip"}),
-        (b"[" * 100_000 + b"]" * 100_000, {"Content-Type": "application/json"}),
+        (b"[" * 10_000 + b"]" * 10_000, {"Content-Type": "application/json"}),  # too deep
     ],
 )
 def test_malformed_payloads_get_400_and_are_counted(

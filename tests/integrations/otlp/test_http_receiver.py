@@ -137,7 +137,7 @@ def test_without_the_token_requests_get_401_and_are_counted(guarded: Receiver) -
 def test_other_routes_and_media_types_are_refused_and_counted(guarded: Receiver) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     body = export(span(new_trace_id(), os.urandom(8)))
-    assert request(guarded, "POST", "/v1/logs", body, **auth)[0] == 404
+    assert request(guarded, "POST", "/v1/profiles", body, **auth)[0] == 404
     assert (
         request(guarded, "POST", "/v1/traces", body, **auth, **{"Content-Type": "text/plain"})[0]
         == 415

@@ -8,8 +8,8 @@ import os
 from typing import Any
 
 from otlp_export import export, new_trace_id, span
+from otlp_export import received as received_spans
 
-from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.pairing import TraceShape, shape_of
 from refcheck_callbacks.integrations.otlp.traces import OpenTrace
 
@@ -27,7 +27,7 @@ def trace_of(*spans: tuple[str, str | None, dict[str, Any]]) -> OpenTrace:
         span(trace_id, ids[name], ids[parent] if parent else b"", name, attributes, start=i)
         for i, (name, parent, attributes) in enumerate(spans, start=1)
     ]
-    received = list(decode.spans_of(decode.parse(export(*built), decode.PROTOBUF)))
+    received = received_spans(export(*built))
     trace = OpenTrace(received[0].trace_id, 0.0, 0.0, received)
     trace.root = next(s for s in received if s.parent_id is None)
     return trace
@@ -233,7 +233,7 @@ def test_parent_cycles_of_hostile_ids_are_read_in_linear_time() -> None:
         span(trace_id, a, b, "a", {"openinference.span.kind": "LLM", "output.value": ANSWER}),
         span(trace_id, b, a, "b"),
     ]
-    received = list(decode.spans_of(decode.parse(export(*built), decode.PROTOBUF)))
+    received = received_spans(export(*built))
     trace = OpenTrace(received[0].trace_id, 0.0, 0.0, received, root=received[0])
     shape = shape_of(trace)
     assert shape is not None

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 
 from otlp_export import export, new_trace_id, span
+from otlp_export import received as received_spans
 
 from refcheck_callbacks.contract.reasons import DropReason
-from refcheck_callbacks.integrations.otlp import decode
+from refcheck_callbacks.integrations.otlp.received import ReceivedSpan
 from refcheck_callbacks.integrations.otlp.traces import OpenTrace, TraceAssembly, TraceLimits
 
 
@@ -20,8 +21,8 @@ class Clock:
         return self.now
 
 
-def received(*spans: object) -> list[decode.ReceivedSpan]:
-    return list(decode.spans_of(decode.parse(export(*spans), decode.PROTOBUF)))  # type: ignore[arg-type]
+def received(*spans: object) -> list[ReceivedSpan]:
+    return received_spans(export(*spans))  # type: ignore[arg-type]
 
 
 def test_a_trace_completes_after_idle_seconds_of_quiet_once_its_root_arrived() -> None:
