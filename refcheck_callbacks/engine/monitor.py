@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING
 
 from refcheck_callbacks.check.calibration.file import CalibrationSource, load_calibration
 from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
-from refcheck_callbacks.contract.components import Checker, Exporter, Extractor
+from refcheck_callbacks.contract.components import (
+    CalibratedExporter,
+    Checker,
+    Exporter,
+    Extractor,
+)
 from refcheck_callbacks.contract.reasons import (
     DropReason,
     ErrorReason,
@@ -180,6 +185,7 @@ class RefCheckMonitor:
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
         self.limits = limits or InputLimits()
+        loaded = None if calibration is None else load_calibration(calibration)
         self.runner = runner_for(
             placement,
             extractor,
@@ -189,7 +195,7 @@ class RefCheckMonitor:
                 timeouts or StageTimeouts(),
                 self.limits.max_claims,
                 conflict,
-                None if calibration is None else load_calibration(calibration),
+                loaded,
                 judge_budget,
             ),
             redact,
@@ -218,6 +224,8 @@ class RefCheckMonitor:
         )
         for exporter in self.exporters:
             exporter.bind(lambda: self._worker.queue_size)
+            if isinstance(exporter, CalibratedExporter):
+                exporter.calibrated(loaded)
         self._shut_down = False
         self._signals: set[int] = set()
         self._exit_timeout = exit_timeout
