@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from refcheck_callbacks.alerting.estimate_rules import ESTIMATE_RECORDED, estimate_recording_rules
 from refcheck_callbacks.alerting.share_rules import (
-    RECORDED,
+    RECORDED as SHARE_RECORDED,
+)
+from refcheck_callbacks.alerting.share_rules import (
     SHARES,
     level_alert,
     share_alert,
@@ -44,6 +47,9 @@ from refcheck_callbacks.exporters.names import (
 from refcheck_callbacks.support import yaml_text
 
 __all__ = ["RECORDED", "AlertTunables", "alert_rules", "rules_yaml"]
+
+RECORDED = (*SHARE_RECORDED, *ESTIMATE_RECORDED)
+"""Every recording, in the order the rule file evaluates them."""
 
 _CLAIMS = PROMETHEUS[CLAIMS]
 _RESPONSES = PROMETHEUS[RESPONSES]
@@ -174,6 +180,7 @@ def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
+        *estimate_recording_rules(tunables),
         *(share_alert(share, tunables) for share in SHARES),
         *(level_alert(share, tunables) for share in SHARES),
         _errors_alert(tunables.checker_errors),
