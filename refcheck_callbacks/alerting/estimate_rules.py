@@ -84,24 +84,45 @@ SEPARATION = f"{_LEVEL}:refcheck_calibration_separation:smoothed"
 """TPR - FPR: the denominator of the adjusted count."""
 FPR_VARIANCE = f"{_LEVEL}:refcheck_calibration_false_positive_rate:variance"
 SEPARATION_VARIANCE = f"{_LEVEL}:refcheck_calibration_separation:variance"
-QUADRATIC = f"{_LEVEL}:refcheck_calibration_fieller:quadratic"
-"""Fieller's leading coefficient: the interval is bounded only where it is positive."""
 LABELS_NEEDED = "job_rate:refcheck_calibration_labels:needed"
 """Audit labels a service's calibration still lacks per rate (0: calibrated enough)."""
+DASHBOARD, PAGING = "", "paging"
+"""The two intervals: the dashboard's 90% one (closed_form's default z), and the one the
+new-service alerts page on, at the share test's z (3.75: the Wilson bounds' one-sided 99.991%),
+because an alert looks at a fresh window every minute and a 5% miss would page clean traffic."""
+QUADRATIC = {
+    kind: f"{_LEVEL}:refcheck_calibration_fieller:quadratic{'_' + kind if kind else ''}"
+    for kind in (DASHBOARD, PAGING)
+}
+"""Fieller's leading coefficient per interval: it is bounded only where this is positive."""
 
 
 @dataclass(frozen=True)
-class Adjusted:
-    """The per-window recordings of the estimate."""
+class Interval:
+    """The per-window recordings of the estimate: the adjusted rate (shared by both intervals)
+    and one interval's terms and bounds."""
 
     window: str
+    kind: str = DASHBOARD
+
+    def _shared(self, operation: str) -> str:
+        return f"{_LEVEL}:refcheck_claims_adjusted:{operation}_{self.window}"
 
     def _name(self, operation: str) -> str:
-        return f"{_LEVEL}:refcheck_claims_adjusted:{operation}_{self.window}"
+        return self._shared(f"{operation}_{self.kind}" if self.kind else operation)
 
     @property
     def numerator(self) -> str:
-        return self._name("numerator")
+        return self._shared("numerator")
+
+    @property
+    def ratio(self) -> str:
+        """The adjusted rate (no series where TPR - FPR <= 0)."""
+        return self._shared("ratio")
+
+    @property
+    def quadratic(self) -> str:
+        return QUADRATIC[self.kind]
 
     @property
     def half(self) -> str:
@@ -110,11 +131,6 @@ class Adjusted:
     @property
     def root(self) -> str:
         return self._name("fieller_root")
-
-    @property
-    def ratio(self) -> str:
-        """The adjusted rate (no series where TPR - FPR <= 0)."""
-        return self._name("ratio")
 
     @property
     def fieller_lower(self) -> str:
@@ -132,12 +148,10 @@ class Adjusted:
     def upper_bound(self) -> str:
         return self._name("upper_bound")
 
-    def names(self) -> tuple[str, ...]:
+    def bounds(self) -> tuple[str, ...]:
         return (
-            self.numerator,
             self.half,
             self.root,
-            self.ratio,
             self.fieller_lower,
             self.fieller_upper,
             self.lower_bound,
@@ -145,7 +159,10 @@ class Adjusted:
         )
 
 
-ADJUSTED = {w: Adjusted(w) for w in ESTIMATED}
+ADJUSTED = {w: Interval(w) for w in ESTIMATED}
+"""The dashboard's 90% interval per window."""
+PAGED = {w: Interval(w, PAGING) for w in ESTIMATED}
+"""The paging interval per window (the new-service alerts' lower bound)."""
 
 ESTIMATE_RECORDED = (
     *FIT.values(),
@@ -154,12 +171,21 @@ ESTIMATE_RECORDED = (
     SEPARATION,
     FPR_VARIANCE,
     SEPARATION_VARIANCE,
-    QUADRATIC,
+    *QUADRATIC.values(),
     LABELS_NEEDED,
     *(
         name
         for w in ESTIMATED
-        for name in (BY_VERDICT[w], CHECKED[w], FLAGGED[w], RAW[w], *ADJUSTED[w].names())
+        for name in (
+            BY_VERDICT[w],
+            CHECKED[w],
+            FLAGGED[w],
+            RAW[w],
+            ADJUSTED[w].numerator,
+            ADJUSTED[w].ratio,
+            *ADJUSTED[w].bounds(),
+            *PAGED[w].bounds(),
+        )
     ),
 )
 """Every estimate recording, in the order the rule file evaluates them."""
@@ -184,7 +210,6 @@ def _fit_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
     prior, both = number(PRIOR_COUNT), number(2 * PRIOR_COUNT)
     positives, negatives = FIT[CALIBRATION_POSITIVES], FIT[CALIBRATION_NEGATIVES]
     labelled = f"and {positives} > 0 and {negatives} > 0"
-    z2 = number(Z_90 * Z_90)
     rules += [
         record(
             TPR,
@@ -202,7 +227,13 @@ def _fit_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
             SEPARATION_VARIANCE,
             f"{TPR} * (1 - {TPR}) / clamp_min({positives} + {both}, 1)\n+ {FPR_VARIANCE}",
         ),
-        record(QUADRATIC, f"{SEPARATION} * {SEPARATION} - {z2} * {SEPARATION_VARIANCE}"),
+        *(
+            record(
+                QUADRATIC[kind],
+                f"{SEPARATION} * {SEPARATION} - {number(z * z)} * {SEPARATION_VARIANCE}",
+            )
+            for kind, z in _scores(tunables).items()
+        ),
         record(
             LABELS_NEEDED,
             f"clamp_min(\n  {tunables.estimate.labels_needed}\n  - max by (job, {_RATE}) "
@@ -210,6 +241,11 @@ def _fit_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
         ),
     ]
     return rules
+
+
+def _scores(tunables: AlertTunables) -> dict[str, float]:
+    """Each interval's standard score."""
+    return {DASHBOARD: Z_90, PAGING: tunables.share_test.z}
 
 
 def _window_rules(window: str, ranges: dict[str, str]) -> list[dict[str, Any]]:
@@ -222,8 +258,6 @@ def _window_rules(window: str, ranges: dict[str, str]) -> list[dict[str, Any]]:
     )
     checked_sum = f'sum by (job, {_ID}) ({by_verdict}{{refcheck_verdict!="error"}})'
     adjusted = ADJUSTED[window]
-    z2 = number(Z_90 * Z_90)
-    significant = f"({QUADRATIC} > 0 and {SEPARATION} > 0)"
     return [
         record(
             by_verdict,
@@ -240,35 +274,45 @@ def _window_rules(window: str, ranges: dict[str, str]) -> list[dict[str, Any]]:
         ),
         record(raw, f"{flagged} / ({checked} > 0)"),
         record(adjusted.numerator, f"{raw} - {FPR}"),
-        record(adjusted.half, f"{adjusted.numerator} * {SEPARATION} - {z2} * {FPR_VARIANCE}"),
+        record(adjusted.ratio, f"clamp({adjusted.numerator} / ({SEPARATION} > 0), 0, 1)"),
+    ]
+
+
+def _interval_rules(interval: Interval, z: float) -> list[dict[str, Any]]:
+    """Fieller's interval of the adjusted rate at standard score `z`, clipped to [0, 1] and
+    widened to hold the adjusted rate (`estimate._fieller`, `closed_form`)."""
+    raw, checked, z2 = RAW[interval.window], CHECKED[interval.window], number(z * z)
+    numerator, quadratic = interval.numerator, interval.quadratic
+    significant = f"({quadratic} > 0 and {SEPARATION} > 0)"
+    return [
+        record(interval.half, f"{numerator} * {SEPARATION} - {z2} * {FPR_VARIANCE}"),
         record(
-            adjusted.root,
-            f"sqrt(clamp_min(\n  {adjusted.half} * {adjusted.half}\n  - {QUADRATIC} * (\n"
-            f"    {adjusted.numerator} * {adjusted.numerator}\n    - {z2} * (\n"
+            interval.root,
+            f"sqrt(clamp_min(\n  {interval.half} * {interval.half}\n  - {quadratic} * (\n"
+            f"    {numerator} * {numerator}\n    - {z2} * (\n"
             f"      {raw} * (1 - {raw}) / clamp_min({checked}, 1)\n      + {FPR_VARIANCE}\n"
             "    )\n  ),\n  0\n))",
         ),
-        record(adjusted.ratio, f"clamp({adjusted.numerator} / ({SEPARATION} > 0), 0, 1)"),
         record(
-            adjusted.fieller_lower,
-            f"clamp(({adjusted.half} - {adjusted.root}) / {significant}, 0, 1)\n"
-            f"or\n{adjusted.numerator} * 0",
+            interval.fieller_lower,
+            f"clamp(({interval.half} - {interval.root}) / {significant}, 0, 1)\n"
+            f"or\n{numerator} * 0",
         ),
         record(
-            adjusted.fieller_upper,
-            f"clamp(({adjusted.half} + {adjusted.root}) / {significant}, 0, 1)\n"
-            f"or\n{adjusted.numerator} * 0 + 1",
+            interval.fieller_upper,
+            f"clamp(({interval.half} + {interval.root}) / {significant}, 0, 1)\n"
+            f"or\n{numerator} * 0 + 1",
         ),
         # The interval holds the adjusted value (min and max of the two, where it exists).
         record(
-            adjusted.lower_bound,
-            f"({adjusted.fieller_lower} <= {adjusted.ratio})\nor\n{adjusted.ratio}\n"
-            f"or\n{adjusted.fieller_lower}",
+            interval.lower_bound,
+            f"({interval.fieller_lower} <= {interval.ratio})\nor\n{interval.ratio}\n"
+            f"or\n{interval.fieller_lower}",
         ),
         record(
-            adjusted.upper_bound,
-            f"({adjusted.fieller_upper} >= {adjusted.ratio})\nor\n{adjusted.ratio}\n"
-            f"or\n{adjusted.fieller_upper}",
+            interval.upper_bound,
+            f"({interval.fieller_upper} >= {interval.ratio})\nor\n{interval.ratio}\n"
+            f"or\n{interval.fieller_upper}",
         ),
     ]
 
@@ -276,6 +320,9 @@ def _window_rules(window: str, ranges: dict[str, str]) -> list[dict[str, Any]]:
 def estimate_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
     ranges = windows(tunables.share_test, tunables.baseline_offset)
     rules = _fit_rules(tunables)
+    scores = _scores(tunables)
     for window in ESTIMATED:
         rules += _window_rules(window, ranges)
+        rules += _interval_rules(ADJUSTED[window], scores[DASHBOARD])
+        rules += _interval_rules(PAGED[window], scores[PAGING])
     return rules

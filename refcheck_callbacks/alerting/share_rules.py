@@ -249,7 +249,7 @@ def _selected(name: str, share: Share) -> str:
 
 
 def _adjusted_condition(share: Share, window: str, level: float, min_claims: int) -> str:
-    adjusted = estimate_rules.ADJUSTED[window]
+    adjusted = estimate_rules.PAGED[window]
     checked = (
         f'sum by (job) ({estimate_rules.CHECKED[window]}{{refcheck_rate="{share.rate.value}"}})'
     )
@@ -273,7 +273,7 @@ def level_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
         _adjusted_condition(share, "fast", level.adjusted_level, test.fast_min_claims),
         _adjusted_condition(share, "slow", level.adjusted_level, test.slow_min_claims),
     ]
-    calibrated = _rate(estimate_rules.ADJUSTED["slow"].lower_bound, share)
+    calibrated = _rate(estimate_rules.PAGED["slow"].lower_bound, share)
     expr = (
         f"(\n(\n{raw[0]}\nor\n{raw[1]}\n)\nunless on (job)\n{calibrated}\n"
         f"or\n{adjusted[0]}\nor\n{adjusted[1]}\n)\nand on (job)\n{BASELINE_READY} == 0"
@@ -296,7 +296,7 @@ def _level_description(share: Share, tunables: AlertTunables, level: ShareLevel)
     """What fired: the adjusted rate's lower bound for a calibrated service, the raw share's
     Wilson bounds for another (an annotation template that asks which it is)."""
     test = tunables.share_test
-    lower = estimate_rules.ADJUSTED["slow"].lower_bound
+    lower = estimate_rules.PAGED["slow"].lower_bound
     query = f'max({lower}{{job="%s",refcheck_rate="{share.rate.value}"}})'
     opening = (
         f"{{{{ $value | humanizePercentage }}}} of the claims in {{{{ $labels.job }}}}'s recent "
@@ -310,8 +310,9 @@ def _level_description(share: Share, tunables: AlertTunables, level: ShareLevel)
     return (
         f"{{{{ with printf `{query}` $labels.job | query }}}}"
         f"{opening}, as the adjusted rate estimates it from the calibration's audit labels. "
-        f"{onboarding} {_percent(level.adjusted_level)}: the lower bound of its 90% interval is "
-        f"{{{{ . | first | value | humanizePercentage }}}} over the last {test.slow_window}."
+        f"{onboarding} {_percent(level.adjusted_level)}: the lower bound of its interval "
+        f"(z={number(test.z)}) is {{{{ . | first | value | humanizePercentage }}}} over the last "
+        f"{test.slow_window}."
         f"{{{{ else }}}}{opening}. {onboarding} {_percent(level.level)}: lower bounds "
         f"(z={number(test.z)}) "
         f"{_recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "

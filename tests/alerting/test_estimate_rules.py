@@ -4,8 +4,9 @@
 `deploy/prometheus/refcheck-estimate.test.yml` feeds claim counters (two replicas of a service,
 summed) and calibration gauges (the same on both replicas, not summed) and reads the raw share,
 the adjusted rate and both bounds. Its expected values are `closed_form`'s on the same counts:
-`estimate_tests()` below writes the file, and a test keeps the shipped one equal to it, so the
-numbers cannot drift from the estimator. Regenerate with
+The paging interval (the share test's z, which the new-service alerts read) is checked against
+`closed_form(..., z=3.75)` the same way. `estimate_tests()` below writes the file, and a test
+keeps the shipped one equal to it, so the numbers cannot drift from the estimator. Regenerate with
 `python tests/alerting/test_estimate_rules.py > deploy/prometheus/refcheck-estimate.test.yml`.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from refcheck_callbacks.alerting.estimate_rules import ADJUSTED, LABELS_NEEDED, RAW
+from refcheck_callbacks.alerting.estimate_rules import ADJUSTED, LABELS_NEEDED, PAGED, RAW
 from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.check.calibration.estimate import closed_form
 from refcheck_callbacks.check.calibration.rates import RateFit, RateName, flags
@@ -139,7 +140,9 @@ def _expected(service: Service, rate: RateName, window: str, minutes: int) -> li
     counts = [{v: per_minute * minutes for v, per_minute in c.items()} for c in service.replicas]
     checked = sum(n for c in counts for v, n in c.items() if v != "error")
     flagged = sum(_flagged(rate, c) for c in counts)
-    estimate = closed_form(checked, flagged, service.rates.get(rate))
+    fit = service.rates.get(rate)
+    estimate = closed_form(checked, flagged, fit)
+    paging = closed_form(checked, flagged, fit, z=AlertTunables().share_test.z)
     labels = (
         f'job="{service.job}",refcheck_calibration_id="{service.calibration}",'
         f'refcheck_rate="{rate.value}"'
@@ -151,6 +154,8 @@ def _expected(service: Service, rate: RateName, window: str, minutes: int) -> li
         (adjusted.ratio, estimate.adjusted),
         (adjusted.lower_bound, estimate.low),
         (adjusted.upper_bound, estimate.high),
+        (PAGED[window].lower_bound, paging.low),
+        (PAGED[window].upper_bound, paging.high),
     ):
         selector = f'{recorded}{{job="{service.job}",refcheck_rate="{rate.value}"}}'
         shown = service.calibration is not None and value is not None

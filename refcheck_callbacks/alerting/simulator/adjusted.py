@@ -73,15 +73,17 @@ def fit_columns(fits: list[dict[RateName, RateFit]]) -> Fits:
     }
 
 
-def lower_bound(flagged: np.ndarray, checked: np.ndarray, fit: np.ndarray) -> np.ndarray:
-    """The adjusted rate's lower bound at each minute (NaN where the rules record none: no
-    claims in the window, or a fit without both classes); `flagged` and `checked` are window
-    counts of shape (..., minutes), `fit` (..., 4)."""
+def lower_bound(
+    flagged: np.ndarray, checked: np.ndarray, fit: np.ndarray, z: float = Z_90
+) -> np.ndarray:
+    """The adjusted rate's lower bound at standard score `z` at each minute (NaN where the
+    rules record none: no claims in the window, or a fit without both classes); `flagged` and
+    `checked` are window counts of shape (..., minutes), `fit` (..., 4)."""
     numpy: Any = require("numpy", "simulate")
     positives, negatives, flagged_positives, flagged_negatives = (
         fit[..., column, None] for column in range(4)
     )
-    prior, both, z2 = PRIOR_COUNT, 2 * PRIOR_COUNT, Z_90 * Z_90
+    prior, both, z2 = PRIOR_COUNT, 2 * PRIOR_COUNT, z * z
     with numpy.errstate(divide="ignore", invalid="ignore"):
         labelled = (positives > 0) & (negatives > 0)
         tpr = numpy.where(labelled, (flagged_positives + prior) / (positives + both), numpy.nan)

@@ -80,7 +80,7 @@ def replay(
     """Alert name -> firing at each minute, for cumulative `counts` of shape
     (..., minutes + 1, 3) in `VERDICTS` order (leading axes: independent series). With `fits`
     (`adjusted.fit_columns`), every claim is counted under a calibration with those flag
-    counts: the new-service alerts read the adjusted rate's lower bound."""
+    counts: the new-service alerts read the adjusted rate's paging lower bound."""
     numpy: Any = require("numpy", "simulate")
     tunables = tunables or AlertTunables()
     test = tunables.share_test
@@ -114,7 +114,7 @@ def replay(
                 above |= (lower > level.level) & enough
                 if fits is not None:
                     adjusted = lower_bound(
-                        _part(windows[name], share), checked[name], fits[share.rate]
+                        _part(windows[name], share), checked[name], fits[share.rate], test.z
                     )
                     adjusted_above |= (adjusted > level.adjusted_level) & enough
                     if name == "slow":
