@@ -11,7 +11,7 @@ against `level` (80% unsupported); "after": it is calibrated on its own random a
 rate's lower bound against `adjusted_level` (30%). `--unsupported 0` measures clean launches:
 every page is false.
 
-    python benchmarks/calibrated_launch.py --bench bench.json [--unsupported 0.5] [--seeds 20]
+    python benchmarks/calibrated_launch.py [--bench bench.json] [--unsupported 0.5] [--seeds 20]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 
 from refcheck_callbacks.alerting.simulator.adjusted import audit, fit_columns
 from refcheck_callbacks.alerting.simulator.replay import onsets, replay
+from refcheck_callbacks.alerting.simulator.rule_tests import SCENARIOS
 from refcheck_callbacks.alerting.simulator.traffic import Traffic, counters, rates_from_bench
 
 
@@ -47,7 +48,9 @@ def _minutes(times: np.ndarray, span: int) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bench", type=Path, required=True, help="a bench.json")
+    parser.add_argument(
+        "--bench", type=Path, help="a bench.json (default: the rates of rule_tests.SCENARIOS)"
+    )
     parser.add_argument("--unsupported", type=float, default=0.5)
     parser.add_argument("--minutes", type=int, default=180)
     parser.add_argument("--seeds", type=int, default=20)
@@ -59,7 +62,8 @@ def main() -> int:
         "| after: pages, first page median / max min |"
     )
     print("|---|---:|---:|---|---|")
-    for rates in rates_from_bench(args.bench):
+    sets = rates_from_bench(args.bench) if args.bench else [rates for rates, _ in SCENARIOS]
+    for rates in sets:
         for volume in (5.0, 20.0, 100.0):
             traffic = Traffic(rates, volume, 0, args.minutes, unsupported=args.unsupported)
             counts = np.stack([counters(traffic, seed) for seed in range(args.seeds)])
