@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -27,9 +27,6 @@ from refcheck_callbacks.types import (
     Usage,
     Verdict,
 )
-
-if TYPE_CHECKING:
-    from refcheck_callbacks.check.calibration.file import Calibration
 
 T = TypeVar("T")
 
@@ -132,16 +129,6 @@ class Exporter(Protocol):
 
     def shutdown(self) -> None:
         """Release resources; called once, at monitor shutdown."""
-
-
-@runtime_checkable
-class CalibratedExporter(Protocol):
-    """An exporter told which calibration the monitor's pipeline applies (optional: an
-    exporter without this method is not told), so its metrics can name it and export its flag
-    counts for prevalence estimates (`check.calibration.rates`). Called once by the monitor,
-    after `bind`; None: the monitor is uncalibrated."""
-
-    def calibrated(self, calibration: Calibration | None) -> None: ...
 
 
 @runtime_checkable

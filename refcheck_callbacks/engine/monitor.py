@@ -25,12 +25,7 @@ from typing import TYPE_CHECKING
 
 from refcheck_callbacks.check.calibration.file import CalibrationSource, load_calibration
 from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
-from refcheck_callbacks.contract.components import (
-    CalibratedExporter,
-    Checker,
-    Exporter,
-    Extractor,
-)
+from refcheck_callbacks.contract.components import Checker, Exporter, Extractor
 from refcheck_callbacks.contract.reasons import (
     DropReason,
     ErrorReason,
@@ -131,7 +126,9 @@ class RefCheckMonitor:
             `CalibrationError` at once; a calibration fitted for another checker or conflict
             stage is refused (`CalibrationMismatchError`) where the checker is built: here for
             placement="thread" or "service", in the child for "process" (every result then
-            ends `error` with that type and message). See `check.calibration`.
+            ends `error` with that type and message). See `check.calibration`. Its id goes
+            on the claim counts and its flag counts on audit labels to gauges, for the
+            dashboard's adjusted rates (`engine.delivery.CalibratedExporter`, docs/telemetry.md).
         feedback_file: append every verdict `feedback` records to this file, with the
             answer's text (after `redact`), in the labelled format `refcheck calibrate` reads
             (`engine.feedback_file`). Opting in to keep that text; None (default): no file.
@@ -224,8 +221,7 @@ class RefCheckMonitor:
         )
         for exporter in self.exporters:
             exporter.bind(lambda: self._worker.queue_size)
-            if isinstance(exporter, CalibratedExporter):
-                exporter.calibrated(loaded)
+        self._delivery.calibrated(loaded)
         self._shut_down = False
         self._signals: set[int] = set()
         self._exit_timeout = exit_timeout
