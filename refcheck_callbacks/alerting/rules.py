@@ -175,8 +175,8 @@ def _budget_alert(budget: JudgeBudgetNearlySpent) -> dict[str, Any]:
 
 
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
-    """The rule file's content: one group, recording rules first (alerts read them at the
-    same evaluation), then the eight alerts."""
+    """The rule file's content: one group, recording rules first (the share tests', then the
+    adjusted rates'; alerts read them at the same evaluation), then the eight alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
@@ -200,8 +200,9 @@ service.name when the metrics come through a collector.
 
 Written by `refcheck alert-rules` (refcheck_callbacks/alerting/rules.py, which explains each
 rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
-rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml`
-(deploy/prometheus; the second is written by the traffic simulator)."""
+rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml
+refcheck-estimate.test.yml` (deploy/prometheus; the second is written by the traffic simulator,
+the third holds the adjusted rates to closed_form's numbers: docs/telemetry.md)."""
 
 
 def rules_yaml(tunables: AlertTunables | None = None) -> str:
