@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from refcheck_callbacks.alerting.estimate_rules import ESTIMATE_RECORDED, estimate_recording_rules
 from refcheck_callbacks.alerting.share_rules import (
-    RECORDED,
+    RECORDED as SHARE_RECORDED,
+)
+from refcheck_callbacks.alerting.share_rules import (
     SHARES,
     level_alert,
     share_alert,
@@ -44,6 +47,9 @@ from refcheck_callbacks.exporters.names import (
 from refcheck_callbacks.support import yaml_text
 
 __all__ = ["RECORDED", "AlertTunables", "alert_rules", "rules_yaml"]
+
+RECORDED = (*SHARE_RECORDED, *ESTIMATE_RECORDED)
+"""Every recording, in the order the rule file evaluates them."""
 
 _CLAIMS = PROMETHEUS[CLAIMS]
 _RESPONSES = PROMETHEUS[RESPONSES]
@@ -169,11 +175,12 @@ def _budget_alert(budget: JudgeBudgetNearlySpent) -> dict[str, Any]:
 
 
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
-    """The rule file's content: one group, recording rules first (alerts read them at the
-    same evaluation), then the eight alerts."""
+    """The rule file's content: one group, recording rules first (the share tests', then the
+    adjusted rates'; alerts read them at the same evaluation), then the eight alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
+        *estimate_recording_rules(tunables),
         *(share_alert(share, tunables) for share in SHARES),
         *(level_alert(share, tunables) for share in SHARES),
         _errors_alert(tunables.checker_errors),
@@ -193,8 +200,9 @@ service.name when the metrics come through a collector.
 
 Written by `refcheck alert-rules` (refcheck_callbacks/alerting/rules.py, which explains each
 rule); change thresholds and windows with `--set`, not by hand. Checked by `promtool check
-rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml`
-(deploy/prometheus; the second is written by the traffic simulator)."""
+rules`, unit-tested by `promtool test rules refcheck-alerts.test.yml refcheck-alerts.sim.test.yml
+refcheck-estimate.test.yml` (deploy/prometheus; the second is written by the traffic simulator,
+the third holds the adjusted rates to closed_form's numbers: docs/telemetry.md)."""
 
 
 def rules_yaml(tunables: AlertTunables | None = None) -> str:

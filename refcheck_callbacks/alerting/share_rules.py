@@ -33,7 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from refcheck_callbacks.alerting import estimate_rules
+from refcheck_callbacks.alerting.promql import number, record, windows
 from refcheck_callbacks.alerting.tunables import AlertTunables, ShareLevel, ShareRise, ShareTest
+from refcheck_callbacks.check.calibration.rates import RateName
 from refcheck_callbacks.exporters.names import CLAIMS, PROMETHEUS
 
 _CLAIMS = PROMETHEUS[CLAIMS]
@@ -65,6 +68,8 @@ class Share:
     """The tunables' section of the new-service alert: `contradiction_level`, ..."""
     level_alert: str
     """The alert on a service with no baseline yet, against an absolute level."""
+    rate: RateName
+    """The prevalence rate whose adjusted lower bound the level alert reads once calibrated."""
 
     def ratio(self, window: str) -> str:
         return f"job:refcheck_claims_{self.metric}:ratio_{window}"
@@ -85,6 +90,7 @@ CONTRADICTION = Share(
     "contradicted by the documents they were written from",
     "contradiction_level",
     "RefCheckNewServiceContradiction",
+    RateName.CONTRADICTION,
 )
 HALLUCINATION = Share(
     "hallucination_rise",
@@ -94,6 +100,7 @@ HALLUCINATION = Share(
     "not supported by the documents (neutral or contradicted)",
     "hallucination_level",
     "RefCheckNewServiceHallucination",
+    RateName.HALLUCINATION,
 )
 SHARES = (CONTRADICTION, HALLUCINATION)
 SHARE_ALERTS = (*(share.alert for share in SHARES), *(share.level_alert for share in SHARES))
@@ -117,11 +124,6 @@ RECORDED = (
 """Every recording, in the order the rule file evaluates them."""
 
 
-def number(value: float) -> str:
-    """A constant as PromQL reads it back to the same float (the replay uses the float)."""
-    return str(value) if isinstance(value, int) else repr(float(value))
-
-
 def wilson_terms(z: float) -> tuple[float, float, float]:
     """z^2 / 2, z^2 / 4 and z^2: the constants of the Wilson bounds, computed once here for
     the rules and the replay alike."""
@@ -141,27 +143,19 @@ def _wilson(ratio: str, count: str, z: float, sign: str) -> str:
     )
 
 
-def _windows(test: ShareTest, offset: str) -> dict[str, str]:
-    return {
-        "fast": f"[{test.fast_window}]",
-        "slow": f"[{test.slow_window}]",
-        "baseline": f"[{test.baseline_window}] offset {offset}",
-    }
-
-
 def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
     test = tunables.share_test
-    ranges = _windows(test, tunables.baseline_offset)
+    ranges = windows(test, tunables.baseline_offset)
     rules = [
-        _record(BY_VERDICT[w], f"sum by (job, refcheck_verdict) (increase({_CLAIMS}{ranges[w]}))")
+        record(BY_VERDICT[w], f"sum by (job, refcheck_verdict) (increase({_CLAIMS}{ranges[w]}))")
         for w in WINDOWS
     ]
     rules += [
-        _record(CHECKED[w], f'sum by (job) ({BY_VERDICT[w]}{{refcheck_verdict!="error"}})')
+        record(CHECKED[w], f'sum by (job) ({BY_VERDICT[w]}{{refcheck_verdict!="error"}})')
         for w in WINDOWS
     ]
     rules.append(
-        _record(
+        record(
             BASELINE_READY,
             f"{CHECKED['baseline']} >= bool {test.min_baseline_claims}\n"
             f"or on (job)\n{CHECKED['slow']} * 0",
@@ -169,7 +163,7 @@ def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
     )
     for share in SHARES:
         rules += [
-            _record(
+            record(
                 share.ratio(w),
                 f"(\n  sum by (job) ({BY_VERDICT[w]}{{{share.verdicts}}})\n"
                 f"  or\n  {CHECKED[w]} * 0\n)\n/ {CHECKED[w]}",
@@ -177,21 +171,17 @@ def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
             for w in WINDOWS
         ]
         rules += [
-            _record(share.lower_bound(w), _wilson(share.ratio(w), CHECKED[w], test.z, "-"))
+            record(share.lower_bound(w), _wilson(share.ratio(w), CHECKED[w], test.z, "-"))
             for w in ("fast", "slow")
         ]
         upper = _wilson(share.ratio("baseline"), CHECKED["baseline"], test.z, "+")
         rules.append(
-            _record(
+            record(
                 share.upper_bound,
                 f"{upper}\nand on (job)\n{CHECKED['baseline']} >= {test.min_baseline_claims}",
             )
         )
     return rules
-
-
-def _record(name: str, expr: str) -> dict[str, Any]:
-    return {"record": name, "expr": expr}
 
 
 def _condition(share: Share, window: str, effect: float, min_claims: int) -> str:
@@ -248,32 +238,87 @@ def _level_condition(share: Share, window: str, level: float, min_claims: int) -
     )
 
 
+def _rate(name: str, share: Share) -> str:
+    """A per-calibration estimate recording of `share`'s rate, by service: the highest of a
+    service's calibrations (several while a new one rolls out)."""
+    return f"max by (job) ({_selected(name, share)})"
+
+
+def _selected(name: str, share: Share) -> str:
+    return f'{name}{{refcheck_rate="{share.rate.value}"}}'
+
+
+def _adjusted_condition(share: Share, window: str, level: float, min_claims: int) -> str:
+    adjusted = estimate_rules.PAGED[window]
+    checked = (
+        f'sum by (job) ({estimate_rules.CHECKED[window]}{{refcheck_rate="{share.rate.value}"}})'
+    )
+    return (
+        f"(\n  {_rate(adjusted.ratio, share)}\n"
+        f"  and on (job)\n  {_rate(adjusted.lower_bound, share)} > {number(level)}\n"
+        f"  and on (job)\n  {checked} >= {min_claims}\n)"
+    )
+
+
 def level_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
-    """A service with no baseline yet whose share is significantly above the absolute level."""
+    """A service with no baseline yet whose share is significantly above the absolute level:
+    a calibrated service's adjusted lower bound (issue 44), else the raw share's Wilson bound."""
     test: ShareTest = tunables.share_test
     level: ShareLevel = getattr(tunables, share.level_key)
-    fast = _level_condition(share, "fast", level.level, test.fast_min_claims)
-    slow = _level_condition(share, "slow", level.level, test.slow_min_claims)
+    raw = [
+        _level_condition(share, "fast", level.level, test.fast_min_claims),
+        _level_condition(share, "slow", level.level, test.slow_min_claims),
+    ]
+    adjusted = [
+        _adjusted_condition(share, "fast", level.adjusted_level, test.fast_min_claims),
+        _adjusted_condition(share, "slow", level.adjusted_level, test.slow_min_claims),
+    ]
+    calibrated = _rate(estimate_rules.PAGED["slow"].lower_bound, share)
+    expr = (
+        f"(\n(\n{raw[0]}\nor\n{raw[1]}\n)\nunless on (job)\n{calibrated}\n"
+        f"or\n{adjusted[0]}\nor\n{adjusted[1]}\n)\nand on (job)\n{BASELINE_READY} == 0"
+    )
     return {
         "alert": share.level_alert,
-        "expr": f"(\n{fast}\nor\n{slow}\n)\nand on (job)\n{BASELINE_READY} == 0",
+        "expr": expr,
         "for": level.pending_for,
         "labels": {"severity": level.severity},
         "annotations": {
             "summary": "{{ $labels.job }}: a new service, {{ $value | humanizePercentage }} of "
             f"its claims {share.metric}",
-            "description": f"{{{{ $value | humanizePercentage }}}} of the claims in "
-            f"{{{{ $labels.job }}}}'s recent answers were {share.subject}. The service has no "
-            f"baseline yet (fewer than {test.min_baseline_claims} claims in the "
-            f"{test.baseline_window} ending {tunables.baseline_offset} ago), and the share is "
-            f"significantly above the absolute level of {_percent(level.level)}: lower bounds "
-            f"(z={number(test.z)}) "
-            f"{_recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
-            f"{test.fast_window}, {_recorded_value(share.lower_bound('slow'), 'too few claims')}"
-            f" over the last {test.slow_window}.",
+            "description": _level_description(share, tunables, level),
             "runbook": _NEW_SERVICE_RUNBOOK,
         },
     }
+
+
+def _level_description(share: Share, tunables: AlertTunables, level: ShareLevel) -> str:
+    """What fired: the adjusted rate's lower bound for a calibrated service, the raw share's
+    Wilson bounds for another (an annotation template that asks which it is)."""
+    test = tunables.share_test
+    lower = estimate_rules.PAGED["slow"].lower_bound
+    query = f'max({lower}{{job="%s",refcheck_rate="{share.rate.value}"}})'
+    opening = (
+        f"{{{{ $value | humanizePercentage }}}} of the claims in {{{{ $labels.job }}}}'s recent "
+        f"answers were {share.subject}"
+    )
+    onboarding = (
+        f"The service has no baseline yet (fewer than {test.min_baseline_claims} claims in the "
+        f"{test.baseline_window} ending {tunables.baseline_offset} ago), and the share is "
+        "significantly above the absolute level of"
+    )
+    return (
+        f"{{{{ with printf `{query}` $labels.job | query }}}}"
+        f"{opening}, as the adjusted rate estimates it from the calibration's audit labels. "
+        f"{onboarding} {_percent(level.adjusted_level)}: the lower bound of its interval "
+        f"(z={number(test.z)}) is {{{{ . | first | value | humanizePercentage }}}} over the last "
+        f"{test.slow_window}."
+        f"{{{{ else }}}}{opening}. {onboarding} {_percent(level.level)}: lower bounds "
+        f"(z={number(test.z)}) "
+        f"{_recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
+        f"{test.fast_window}, {_recorded_value(share.lower_bound('slow'), 'too few claims')}"
+        f" over the last {test.slow_window}.{{{{ end }}}}"
+    )
 
 
 def _percent(share: float) -> str:

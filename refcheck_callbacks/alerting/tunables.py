@@ -119,12 +119,19 @@ class ShareRise(_Tunables):
 
 class ShareLevel(_Tunables):
     """A new service's share of claims significantly above an absolute level: while it has no
-    baseline (onboarding), the fast or slow window's lower bound exceeds `level`. A broken
+    baseline (onboarding), the fast or slow window's lower bound exceeds a level. A broken
     launch pages without waiting a day for a baseline; once the service has one, the rise
-    alerts compare it with itself and this one stays quiet."""
+    alerts compare it with itself and this one stays quiet.
+
+    A calibrated service (audit labels, issue 44) is judged on the lower bound of its adjusted
+    rate's 90% interval against `adjusted_level`, a share of claims truly of the kind; an
+    uncalibrated one on the Wilson lower bound of its raw flag share against `level`, which
+    must sit above what the checker flags of supported claims."""
 
     level: Share
-    """The absolute share (each share's own default below)."""
+    """The absolute raw share (each share's own default below)."""
+    adjusted_level: Share
+    """The absolute adjusted share, for calibrated services."""
     pending_for: Duration = _pending_for("2m")
     severity: str = _severity("page")
 
@@ -136,6 +143,11 @@ class ContradictionLevel(ShareLevel):
         "a checker contradicts of supported claims (the default checker: 0 to 4% on the shared "
         "sets; raise it for one that contradicts more)",
     )
+    adjusted_level: Share = Field(
+        0.2,
+        description="the contradicted share a calibrated new service's adjusted lower bound "
+        "must exceed",
+    )
 
 
 class HallucinationLevel(ShareLevel):
@@ -144,6 +156,23 @@ class HallucinationLevel(ShareLevel):
         description="the unsupported share a new service's lower bound must exceed: above the "
         "neutral + contradicted share of fully supported answers (the default checker: 2 to 59% "
         "on the shared sets)",
+    )
+    adjusted_level: Share = Field(
+        0.3,
+        description="the unsupported share a calibrated new service's adjusted lower bound "
+        "must exceed: the adjusted rate estimates the true share, so this is far below `level`",
+    )
+
+
+class Estimate(_Tunables):
+    """The adjusted rates (`alerting.estimate_rules`): the claim counts of the share test's fast
+    and slow windows adjusted by the calibration gauges, with their 90% intervals."""
+
+    labels_needed: int = Field(
+        200,
+        ge=1,
+        description="audit labels a calibration should have: the dashboard says "
+        "'uncalibrated' with how many are missing until a service's calibration has them",
     )
 
 
@@ -193,6 +222,7 @@ class AlertTunables(_Tunables):
     hallucination_rise: ShareRise = ShareRise()
     contradiction_level: ContradictionLevel = ContradictionLevel()
     hallucination_level: HallucinationLevel = HallucinationLevel()
+    estimate: Estimate = Estimate()
     checker_errors: CheckerErrors = CheckerErrors()
     dropped_evaluations: DroppedEvaluations = DroppedEvaluations()
     stalled_checker: StalledChecker = StalledChecker()

@@ -100,6 +100,15 @@ def _add_simulation_options(parser: argparse.ArgumentParser) -> None:
         "--json", type=Path, metavar="FILE", help="also write the figures as JSON"
     )
     simulation.add_argument(
+        "--audit-labels", type=int, default=0, metavar="N",
+        help="calibrate every simulated service on N random audit labels (its dashboard and "
+        "new-service alerts then read the adjusted rate); 0: uncalibrated (default)",
+    )  # fmt: skip
+    simulation.add_argument(
+        "--audit-unsupported", type=float, default=0.3, metavar="SHARE",
+        help="the unsupported share of the audited traffic (default: 0.3)",
+    )  # fmt: skip
+    simulation.add_argument(
         "--promtool-tests", type=Path, metavar="FILE",
         help="write the promtool unit tests the simulator generates for the rules (the shipped "
         "deploy/prometheus/refcheck-alerts.sim.test.yml); they load the --output file's name, "
@@ -165,6 +174,8 @@ def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
         raise ValueError("--days, --seeds and --workers must be at least 1, --promtool-days >= 0")
     if not 0.0 < args.shift <= 1.0 or any(v <= 0 for v in args.volume or ()):
         raise ValueError("--shift must be in (0, 1] and every --volume positive")
+    if args.audit_labels < 0 or not 0.0 < args.audit_unsupported < 1.0:
+        raise ValueError("--audit-labels must be >= 0 and --audit-unsupported in (0, 1)")
     settings = Settings(
         volumes=tuple(args.volume or (5.0, 20.0, 100.0)),
         unsupported=args.shift,
@@ -172,6 +183,8 @@ def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
         seeds=args.seeds,
         promtool_days=args.promtool_days,
         workers=args.workers,
+        audit_labels=args.audit_labels,
+        audit_unsupported=args.audit_unsupported,
     )
     figures = simulate(rates_from_bench(args.simulate), settings, tunables, args.rules)
     sys.stdout.write(markdown(figures))

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from refcheck_callbacks.check.calibration.file import Calibration
 from refcheck_callbacks.contract.components import Exporter
 from refcheck_callbacks.contract.feedback import Feedback, FeedbackExporter
 from refcheck_callbacks.contract.reasons import ErrorReason, Reason, Tally, reason_label
@@ -32,6 +33,18 @@ def _flush(exporter: Exporter, deadline: Deadline) -> bool:
 
 
 ResultHook = Callable[[CheckResult], object]
+
+
+@runtime_checkable
+class CalibratedExporter(Protocol):
+    """An exporter told which calibration the monitor's pipeline applies (optional: an
+    exporter without this method is not told), so its metrics can name it and export its flag
+    counts for prevalence estimates (`check.calibration.rates`). Called once by the monitor,
+    after `bind`; None: the monitor is uncalibrated."""
+
+    def calibrated(self, calibration: Calibration | None) -> None: ...
+
+
 _FAILED = frozenset({Outcome.ERROR, Outcome.TIMEOUT, Outcome.INVALID_INPUT})
 
 
@@ -91,6 +104,14 @@ class Delivery:
         for result in results:
             for hook in list(self.hooks):
                 self._guarded("on_result", ErrorReason.ON_RESULT, 1, hook, result)
+
+    def calibrated(self, calibration: Calibration | None) -> None:
+        """The monitor's calibration to every exporter that takes one. Never raises."""
+        for exporter in list(self.exporters):
+            if isinstance(exporter, CalibratedExporter):
+                self._guarded(
+                    exporter.name, ErrorReason.EXPORTER, 0, exporter.calibrated, calibration
+                )
 
     def feedback(self, feedback: Feedback) -> None:
         """A person's verdict to every exporter that takes one. Never raises."""

@@ -126,7 +126,9 @@ class RefCheckMonitor:
             `CalibrationError` at once; a calibration fitted for another checker or conflict
             stage is refused (`CalibrationMismatchError`) where the checker is built: here for
             placement="thread" or "service", in the child for "process" (every result then
-            ends `error` with that type and message). See `check.calibration`.
+            ends `error` with that type and message). See `check.calibration`. Its id goes
+            on the claim counts and its flag counts on audit labels to gauges, for the
+            dashboard's adjusted rates (`engine.delivery.CalibratedExporter`, docs/telemetry.md).
         feedback_file: append every verdict `feedback` records to this file, with the
             answer's text (after `redact`), in the labelled format `refcheck calibrate` reads
             (`engine.feedback_file`). Opting in to keep that text; None (default): no file.
@@ -180,6 +182,7 @@ class RefCheckMonitor:
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
         self.limits = limits or InputLimits()
+        loaded = None if calibration is None else load_calibration(calibration)
         self.runner = runner_for(
             placement,
             extractor,
@@ -189,7 +192,7 @@ class RefCheckMonitor:
                 timeouts or StageTimeouts(),
                 self.limits.max_claims,
                 conflict,
-                None if calibration is None else load_calibration(calibration),
+                loaded,
                 judge_budget,
             ),
             redact,
@@ -218,6 +221,7 @@ class RefCheckMonitor:
         )
         for exporter in self.exporters:
             exporter.bind(lambda: self._worker.queue_size)
+        self._delivery.calibrated(loaded)
         self._shut_down = False
         self._signals: set[int] = set()
         self._exit_timeout = exit_timeout

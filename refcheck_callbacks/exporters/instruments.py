@@ -17,6 +17,7 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observa
 
 from refcheck_callbacks.contract.reasons import Tally
 from refcheck_callbacks.exporters import names
+from refcheck_callbacks.exporters.calibration_gauges import CalibrationGauges
 
 RATIO_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """`le="0"` counts fully supported answers; the rest are tenths."""
@@ -36,7 +37,9 @@ class Instruments:
 
     def __init__(self, meter: Meter) -> None:
         self.claims = meter.create_counter(
-            names.CLAIMS, names.UNIT_CLAIM, "Claims checked, by verdict (error: no verdict)."
+            names.CLAIMS,
+            names.UNIT_CLAIM,
+            "Claims checked, by verdict (error: no verdict) and calibration id.",
         )
         self.responses = meter.create_counter(
             names.RESPONSES, names.UNIT_RESPONSE, "Answers evaluated, by outcome and label."
@@ -128,6 +131,8 @@ class Instruments:
             names.UNIT_CLAIM,
             "Claims a person labelled (monitor.feedback), by whether the checker agreed.",
         )
+        self.calibration = CalibrationGauges(meter)
+        """The loaded calibrations' flag counts (`calibration_gauges`)."""
         self._lock = threading.Lock()
         self._queues: list[weakref.ref[QueueSource]] = []
         meter.create_observable_gauge(

@@ -89,6 +89,12 @@ FEEDBACK_LABEL: Final = "refcheck.feedback.label"
 """A person's label: entailment, neutral or contradiction; supported or unsupported."""
 FEEDBACK_AGREED: Final = "refcheck.feedback.agreed"
 """Whether the checker's verdict agrees with the person's label (`true` / `false`)."""
+CALIBRATION_ID: Final = "refcheck.calibration.id"
+"""The `Calibration.id` the monitor's pipeline applies (a 12-hex digest): on `refcheck.claims`
+and the calibration gauges, absent when the monitor is uncalibrated."""
+RATE: Final = "refcheck.rate"
+"""The prevalence rate a calibration gauge is for: `hallucination` or `contradiction`
+(`check.calibration.rates.RateName`)."""
 
 # -- our attributes: content, only with capture_content=True ----------------------------------
 QUESTION: Final = "refcheck.question"
@@ -134,6 +140,19 @@ COLLECT_NOT_FORWARDED: Final = "refcheck.collect.not_forwarded"
 COLLECT_IGNORED: Final = "refcheck.collect.ignored"
 """Export requests of signals `refcheck collect` answers and does not read, by signal."""
 
+# The loaded calibration's flag counts on audit labels (`RateFit`), per rate and calibration id:
+# gauges, so recording rules adjust a window's flag share by them (`alerting.estimate_rules`).
+CALIBRATION_POSITIVES: Final = "refcheck.calibration.positives"
+"""Gauge: audit-labelled claims of the rate's kind (unsupported, or contradicted)."""
+CALIBRATION_NEGATIVES: Final = "refcheck.calibration.negatives"
+"""Gauge: audit-labelled claims not of the rate's kind."""
+CALIBRATION_FLAGGED_POSITIVES: Final = "refcheck.calibration.flagged_positives"
+"""Gauge: of the positives, those the checker flagged (`rates.flags`)."""
+CALIBRATION_FLAGGED_NEGATIVES: Final = "refcheck.calibration.flagged_negatives"
+"""Gauge: of the negatives, those the checker flagged."""
+CALIBRATION_LABELS: Final = "refcheck.calibration.labels"
+"""Gauge: audit labels the rate's fit used; 0 (and no calibration id) when uncalibrated."""
+
 # -- the checker service (`refcheck serve`): Ray Serve metrics --------------------------------
 SERVE_BATCH_INPUTS: Final = "refcheck_serve_batch_inputs"
 """Histogram: claims (checker) or answers (extractor) per model call the service made. Ray
@@ -176,6 +195,11 @@ PROMETHEUS: Final[dict[str, str]] = {
     COLLECT_REJECTED: "refcheck_collect_rejected_total",
     COLLECT_NOT_FORWARDED: "refcheck_collect_not_forwarded_total",
     COLLECT_IGNORED: "refcheck_collect_ignored_total",
+    CALIBRATION_POSITIVES: "refcheck_calibration_positives",
+    CALIBRATION_NEGATIVES: "refcheck_calibration_negatives",
+    CALIBRATION_FLAGGED_POSITIVES: "refcheck_calibration_flagged_positives",
+    CALIBRATION_FLAGGED_NEGATIVES: "refcheck_calibration_flagged_negatives",
+    CALIBRATION_LABELS: "refcheck_calibration_labels",
 }
 """How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
 metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and

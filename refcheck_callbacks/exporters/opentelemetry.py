@@ -38,6 +38,7 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from refcheck_callbacks.check.calibration.file import Calibration
 from refcheck_callbacks.contract.components import Exporter
 from refcheck_callbacks.contract.feedback import Feedback
 from refcheck_callbacks.contract.reasons import Tally
@@ -119,12 +120,19 @@ class OpenTelemetryExporter(Exporter):
         self._events = EvaluationEvents(EventMode(events), logger, self._attributes)
         self._instruments = instruments_for(meter_provider)
         self._queue_size: Callable[[], int] | None = None
+        self._calibration_id: str | None = None
 
     # -- Exporter ---------------------------------------------------------------------------
 
     def bind(self, queue_size: Callable[[], int]) -> None:
         self._queue_size = queue_size
         self._instruments.watch_queue(self)
+
+    def calibrated(self, calibration: Calibration | None) -> None:
+        """Name the calibration on the claim counts, and export its flag counts as gauges
+        (`calibration_gauges`) until `shutdown`."""
+        self._calibration_id = None if calibration is None else calibration.id
+        self._instruments.calibration.watch(self, calibration)
 
     def queue_size(self) -> int | None:
         """The bound monitor's queue length; None before `bind` or after `shutdown`."""
@@ -203,6 +211,7 @@ class OpenTelemetryExporter(Exporter):
     def shutdown(self) -> None:
         self._queue_size = None
         self._instruments.unwatch_queue(self)
+        self._instruments.calibration.unwatch(self)
 
     # -- spans ------------------------------------------------------------------------------
 
@@ -231,8 +240,9 @@ class OpenTelemetryExporter(Exporter):
         verdicts = Counter(
             names.VERDICT_ERROR if v.label is None else v.label.value for v in result.verdicts
         )
+        claims = {**common, **exportable({names.CALIBRATION_ID: self._calibration_id})}
         for verdict, count in sorted(verdicts.items()):
-            meters.claims.add(count, {**common, names.VERDICT: verdict}, context)
+            meters.claims.add(count, {**claims, names.VERDICT: verdict}, context)
         response = {**common, names.OUTCOME: result.outcome.value}
         if result.response_label is not None:
             response[names.RESPONSE_LABEL] = result.response_label.value

@@ -14,7 +14,8 @@ and answers each with one JSON line of running totals:
                                                     (and gives feedback on an unknown answer)
 
 The checker is scripted: it labels a claim by a word the app wrote into it, so the test decides
-exactly how many contradictions the monitor sees.
+exactly how many contradictions the monitor sees. The first monitor is calibrated (`CALIBRATION`:
+flag counts on audit labels), so the adjusted rates and their gauges have data.
 """
 
 from __future__ import annotations
@@ -42,7 +43,17 @@ from refcheck_callbacks import (
     Usage,
     Verdict,
 )
+from refcheck_callbacks.check.calibration.file import (
+    Calibration,
+    CheckerIdentity,
+    DataSize,
+    identity_of,
+)
+from refcheck_callbacks.check.calibration.points import defaults_of
+from refcheck_callbacks.check.calibration.rates import RateFit, RateName
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage
+from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
+from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
 from refcheck_callbacks.contract.reasons import ForwardReason, RejectReason, Tally
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 
@@ -151,6 +162,28 @@ def _answer(index: int, contradiction_share: float, rng: random.Random) -> str:
     )
 
 
+def calibration_for(identity: CheckerIdentity) -> Calibration:
+    """A calibration at the checker's own decision points, with flag counts on audit labels."""
+    defaults = defaults_of(EmbeddedChecker())
+    return Calibration(
+        refcheck_version="e2e",
+        created_at="2026-01-01T00:00:00+00:00",
+        checker=identity,
+        points=defaults,
+        defaults=defaults,
+        max_false_contradiction=0.01,
+        data=DataSize(records=200, responses=200, claims=200, supported=140, unsupported=60),
+        rates={
+            RateName.HALLUCINATION: RateFit(
+                positives=60, negatives=140, flagged_positives=51, flagged_negatives=35
+            ),
+            RateName.CONTRADICTION: RateFit(
+                positives=20, negatives=180, flagged_positives=15, flagged_negatives=4
+            ),
+        },
+    )
+
+
 def main(port: int, feedback_file: str) -> None:
     reader = PrometheusMetricReader()
     resource = Resource.create({"service.name": "refcheck-e2e"})
@@ -159,11 +192,13 @@ def main(port: int, feedback_file: str) -> None:
 
     totals = Totals()
     checker = ScriptedChecker()
+    calibration = calibration_for(identity_of(checker, StatedFactFinder()))
     monitor = RefCheckMonitor(
         checker=checker,
         on_result=[totals, HookThatFails()],
         max_wait=0.01,
         feedback_file=feedback_file,
+        calibration=calibration,
     )
     sampled_out = RefCheckMonitor(checker=checker, sample_rate=0.0)
     tiny = RefCheckMonitor(checker=checker, on_result=[totals], max_queue=1, max_wait=0.2)

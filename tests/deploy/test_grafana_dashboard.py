@@ -11,14 +11,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+from refcheck_callbacks.alerting.estimate_rules import ADJUSTED, LABELS_NEEDED
 from refcheck_callbacks.alerting.rules import RECORDED
 from refcheck_callbacks.alerting.share_rules import BASELINE_READY, SHARES
 from refcheck_callbacks.alerting.tunables import AlertTunables
 from refcheck_callbacks.exporters import names
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "refcheck-dashboard.json"
-_METRIC = r"(?<![\w:])(?:job:)?refcheck_[a-z_:]+(?=[{[])"
-"""A metric in a selector: ours, or one of the alert rules' recordings (`job:refcheck_...`)."""
+_METRIC = r"(?<![\w:])(?:job(?:_[a-z]+)*:)?refcheck_[a-z_:]+(?=[{[])"
+"""A metric in a selector: ours, or one of the alert rules' recordings (`job:refcheck_...`,
+`job_calibration_rate:refcheck_...`)."""
 
 
 def _dashboard() -> dict[str, Any]:
@@ -106,3 +108,33 @@ def test_judge_budgets_are_plotted_by_model_and_role_with_the_alerts_threshold()
     assert steps[-1]["value"] == AlertTunables().judge_budget.threshold
     [spend] = [p for p in dashboard["panels"] if p["title"] == "LLM spend by model and role"]
     assert all(by in t["expr"] for t in spend["targets"])
+
+
+def test_the_adjusted_rates_are_plotted_with_their_band_beside_the_raw_rate() -> None:
+    dashboard = _dashboard()
+    slow = ADJUSTED["slow"]
+    for share in SHARES:
+        [panel] = [
+            p
+            for p in dashboard["panels"]
+            if any(f'refcheck_rate="{share.rate.value}"' in t["expr"] for t in p["targets"])
+        ]
+        exprs = [t["expr"] for t in panel["targets"]]
+        assert slow.ratio in exprs[0] and slow.lower_bound in exprs[1]
+        # The band is stacked on the lower bound: its height is upper - lower, per service.
+        assert (
+            exprs[2].startswith(f"max by (job) ({slow.upper_bound}")
+            and slow.lower_bound in exprs[2]
+        )
+        assert exprs[3] == f'{share.ratio("slow")}{{job=~"$service"}}'  # the raw rate
+        assert panel["repeat"] == "service"  # one band per panel: stacking is per panel
+        assert panel["fieldConfig"]["defaults"]["noValue"] == "uncalibrated"
+
+
+def test_without_audit_labels_the_dashboard_says_uncalibrated_with_the_labels_needed() -> None:
+    [panel] = [p for p in _dashboard()["panels"] if LABELS_NEEDED in p["targets"][0]["expr"]]
+    defaults = panel["fieldConfig"]["defaults"]
+    assert "uncalibrated" in defaults["unit"] and "labels needed" in defaults["unit"]
+    [mapping] = defaults["mappings"]
+    assert mapping["options"] == {"0": {"text": "calibrated", "color": "green", "index": 0}}
+    assert AlertTunables().estimate.labels_needed == 200

@@ -26,6 +26,7 @@ import yaml
 from feedback_records import calibrate_records
 from free_ports import OutputWatch
 
+from refcheck_callbacks.alerting.estimate_rules import ADJUSTED, RAW
 from refcheck_callbacks.alerting.rules import rules_yaml
 from refcheck_callbacks.alerting.share_rules import BASELINE_READY, CONTRADICTION
 from refcheck_callbacks.alerting.tunables import duration_seconds
@@ -316,3 +317,17 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
         result = prometheus.query(expr)
         values = [float(r["value"][1]) for r in result]
         assert any(math.isfinite(v) for v in values), f"no data for: {expr}"
+
+    # The calibrated monitor's gauges and the adjusted rate over the scraped counters.
+    positives = prometheus.by("refcheck_rate", f"refcheck_calibration_positives{selector}")
+    assert positives == {"hallucination": 60.0, "contradiction": 20.0}
+    slow = ADJUSTED["slow"]
+    for rate in ("hallucination", "contradiction"):
+        rate_selector = f'{{job="{JOB}",refcheck_rate="{rate}"}}'
+        [raw] = prometheus.query(f"{RAW['slow']}{rate_selector}")
+        assert raw["metric"]["refcheck_calibration_id"]
+        low, adjusted, high = (
+            prometheus.by("job", f"{name}{rate_selector}")[JOB]
+            for name in (slow.lower_bound, slow.ratio, slow.upper_bound)
+        )
+        assert 0.0 <= low <= adjusted <= high <= 1.0, (rate, low, adjusted, high)

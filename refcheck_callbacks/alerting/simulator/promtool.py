@@ -32,12 +32,24 @@ from typing import TYPE_CHECKING, Any
 from refcheck_callbacks.alerting.simulator.replay import onsets
 from refcheck_callbacks.alerting.simulator.traffic import VERDICTS
 from refcheck_callbacks.alerting.tunables import duration_seconds
+from refcheck_callbacks.check.calibration.rates import RateFit, RateName
 from refcheck_callbacks.errors import PromtoolError
-from refcheck_callbacks.exporters.names import CLAIMS, HALLUCINATION_RATIO, PROMETHEUS
+from refcheck_callbacks.exporters.names import (
+    CALIBRATION_FLAGGED_NEGATIVES,
+    CALIBRATION_FLAGGED_POSITIVES,
+    CALIBRATION_ID,
+    CALIBRATION_LABELS,
+    CALIBRATION_NEGATIVES,
+    CALIBRATION_POSITIVES,
+    CLAIMS,
+    HALLUCINATION_RATIO,
+    PROMETHEUS,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
+_ID = CALIBRATION_ID.replace(".", "_")
 CHUNK_MINUTES = 1440
 """Minutes of pages per query: 4 x 1,441 samples of two alerts firing throughout, under 10,000."""
 _FAILURE = re.compile(r'expr: (".*?(?<!\\)"), time: (\S+),\n\s*exp: (.*)\n\s*got: (.*)')
@@ -70,6 +82,9 @@ class Series:
     """Cumulative claims per verdict at minutes 0..N, shape (N + 1, 3)."""
     clean_minutes: int
     predicted: dict[str, np.ndarray] | None = None
+    fits: dict[RateName, RateFit] | None = None
+    """The calibration every claim is counted under (its gauges are exported); None: the
+    service is uncalibrated."""
 
 
 @dataclass(frozen=True)
@@ -92,20 +107,46 @@ class Query:
     """Labels -> value: the replay's answer (empty: nothing, and for rules it does not model)."""
 
 
-def input_series(job: str, counts: np.ndarray) -> list[dict[str, str]]:
-    """The claims counter by verdict, and the answers' hallucination ratio histogram's sum and
-    count (one claim per answer: its ratio is 0 or 1), which older rule files read."""
+SIMULATED_CALIBRATION = "5157ca11b2a7"
+"""The calibration id of a calibrated simulated service."""
+
+
+def input_series(
+    job: str, counts: np.ndarray, fits: dict[RateName, RateFit] | None = None
+) -> list[dict[str, str]]:
+    """The claims counter by verdict (and calibration, with `fits`), the calibration gauges,
+    and the answers' hallucination ratio histogram's sum and count (one claim per answer: its
+    ratio is 0 or 1), which older rule files read."""
+    calibration = "" if fits is None else f',{_ID}="{SIMULATED_CALIBRATION}"'
     columns = {
-        f'{PROMETHEUS[CLAIMS]}{{job="{job}",refcheck_verdict="{verdict}"}}': counts[:, index]
+        f'{PROMETHEUS[CLAIMS]}{{job="{job}",refcheck_verdict="{verdict}"{calibration}}}': counts[
+            :, index
+        ]
         for index, verdict in enumerate(VERDICTS)
     }
     ratio = PROMETHEUS[HALLUCINATION_RATIO]
     columns[f'{ratio}_sum{{job="{job}"}}'] = counts[:, 1] + counts[:, 2]
     columns[f'{ratio}_count{{job="{job}"}}'] = counts.sum(axis=1)
-    return [
+    series = [
         {"series": name, "values": " ".join(str(int(value)) for value in values)}
         for name, values in columns.items()
     ]
+    for rate, fit in (fits or {}).items():
+        labels = f'job="{job}",refcheck_rate="{rate.value}"{calibration}'
+        for gauge, value in (
+            (CALIBRATION_POSITIVES, fit.positives),
+            (CALIBRATION_NEGATIVES, fit.negatives),
+            (CALIBRATION_FLAGGED_POSITIVES, fit.flagged_positives),
+            (CALIBRATION_FLAGGED_NEGATIVES, fit.flagged_negatives),
+            (CALIBRATION_LABELS, fit.labels),
+        ):
+            series.append(
+                {
+                    "series": f"{PROMETHEUS[gauge]}{{{labels}}}",
+                    "values": f"{value}x{len(counts) - 1}",
+                }
+            )
+    return series
 
 
 def _firing(job: str, alerts: Sequence[str]) -> str:
@@ -184,7 +225,7 @@ def promtool_group(name: str, series: Series, queries: Sequence[Query]) -> dict[
     return {
         "name": name,
         "interval": "1m",
-        "input_series": input_series(series.job, series.counts),
+        "input_series": input_series(series.job, series.counts, series.fits),
         "promql_expr_test": [
             {
                 "expr": query.expr,

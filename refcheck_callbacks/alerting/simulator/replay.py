@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from refcheck_callbacks.alerting.share_rules import SHARES, Share, wilson_terms
+from refcheck_callbacks.alerting.simulator.adjusted import Fits, lower_bound
 from refcheck_callbacks.alerting.simulator.traffic import VERDICTS
 from refcheck_callbacks.alerting.tunables import (
     AlertTunables,
@@ -73,9 +74,13 @@ def _held(condition: np.ndarray, minutes: int) -> np.ndarray:
     return ((held - before) == minutes + 1) & enough
 
 
-def replay(counts: np.ndarray, tunables: AlertTunables | None = None) -> dict[str, np.ndarray]:
+def replay(
+    counts: np.ndarray, tunables: AlertTunables | None = None, fits: Fits | None = None
+) -> dict[str, np.ndarray]:
     """Alert name -> firing at each minute, for cumulative `counts` of shape
-    (..., minutes + 1, 3) in `VERDICTS` order (leading axes: independent series)."""
+    (..., minutes + 1, 3) in `VERDICTS` order (leading axes: independent series). With `fits`
+    (`adjusted.fit_columns`), every claim is counted under a calibration with those flag
+    counts: the new-service alerts read the adjusted rate's paging lower bound."""
     numpy: Any = require("numpy", "simulate")
     tunables = tunables or AlertTunables()
     test = tunables.share_test
@@ -99,12 +104,23 @@ def replay(counts: np.ndarray, tunables: AlertTunables | None = None) -> dict[st
         upper[~ready] = numpy.nan
         rises = numpy.zeros(upper.shape, dtype=bool)
         above = numpy.zeros(upper.shape, dtype=bool)
+        adjusted_above = numpy.zeros(upper.shape, dtype=bool)
+        calibrated = numpy.zeros(upper.shape, dtype=bool)
         for name in ("fast", "slow"):
             lower = _wilson(_part(windows[name], share), checked[name], test.z, -1.0)
             enough = checked[name] >= min_claims[name]
             with numpy.errstate(invalid="ignore"):
                 rises |= (lower - upper > effects[name]) & enough
                 above |= (lower > level.level) & enough
+                if fits is not None:
+                    adjusted = lower_bound(
+                        _part(windows[name], share), checked[name], fits[share.rate], test.z
+                    )
+                    adjusted_above |= (adjusted > level.adjusted_level) & enough
+                    if name == "slow":
+                        calibrated = ~numpy.isnan(adjusted)
+        # A service with an estimate is judged on it, another on its raw share.
+        above = (above & ~calibrated) | adjusted_above
         firing[share.alert] = _held(rises, whole_minutes(rise.pending_for))
         # BASELINE_READY is 0 wherever a window has claims and the baseline is short of them.
         firing[share.level_alert] = _held(above & ~ready, whole_minutes(level.pending_for))

@@ -26,10 +26,12 @@ from pydantic import BaseModel
 
 from refcheck_callbacks.alerting.rules import rules_yaml
 from refcheck_callbacks.alerting.share_rules import SHARE_ALERTS
+from refcheck_callbacks.alerting.simulator.adjusted import audit, fit_columns
 from refcheck_callbacks.alerting.simulator.promtool import Observed, Series, observe
 from refcheck_callbacks.alerting.simulator.replay import onsets, replay
 from refcheck_callbacks.alerting.simulator.traffic import LabelRates, Traffic, counters
 from refcheck_callbacks.alerting.tunables import AlertTunables
+from refcheck_callbacks.check.calibration.rates import RateFit, RateName
 from refcheck_callbacks.support.extras import require
 
 if TYPE_CHECKING:
@@ -65,6 +67,16 @@ class Settings:
     """Clean days of the promtool service per cell (0: no promtool run)."""
     workers: int = 2
     """promtool processes run side by side."""
+    audit_labels: int = 0
+    """Each service is calibrated on this many random audit labels (its own draw); 0: none."""
+    audit_unsupported: float = 0.3
+    """The unsupported share of the audited traffic."""
+
+    def fits(self, rates: LabelRates, seeds: range) -> list[dict[RateName, RateFit]] | None:
+        """The calibration of each seed's service; None when uncalibrated."""
+        if not self.audit_labels:
+            return None
+        return [audit(rates, self.audit_labels, self.audit_unsupported, s) for s in seeds]
 
 
 class Figures(BaseModel):
@@ -155,7 +167,8 @@ def _replayed(cell: Figures, traffic: Traffic, settings: Settings, tunables: Ale
     for first in range(0, settings.seeds, _BATCH):
         batch = range(first, min(first + _BATCH, settings.seeds))
         counts = numpy.stack([counters(traffic, seed) for seed in batch])
-        firing = replay(counts, tunables)
+        fits = settings.fits(traffic.rates, batch)
+        firing = replay(counts, tunables, None if fits is None else fit_columns(fits))
         pages += list(_pages(firing, traffic.clean_minutes))
         detected += list(_detected(firing, traffic.clean_minutes))
     times = numpy.array(detected, dtype=float)
@@ -195,10 +208,15 @@ def _promtooled(
     named = []
     for index, (r, volume) in enumerate(cells):
         counts = counters(Traffic(r, volume, clean, SHIFTED_MINUTES), 0)
-        predicted = None if tunables is None else replay(counts, tunables)
+        fits = settings.fits(r, range(1))
+        columns = None if fits is None else {k: v[0] for k, v in fit_columns(fits).items()}
+        predicted = None if tunables is None else replay(counts, tunables, columns)
         job = re.sub(r"[^a-zA-Z0-9_]", "_", f"{r.name}_{volume:g}")
         named.append(
-            (f"{index}: {r.name} at {volume:g} claims/min", Series(job, counts, clean, predicted))
+            (
+                f"{index}: {r.name} at {volume:g} claims/min",
+                Series(job, counts, clean, predicted, None if fits is None else fits[0]),
+            )
         )
     alerts = list(SHARE_ALERTS) if tunables is not None else share_alerts(rules.read_text())
     seen: list[Observed] = observe(rules, named, alerts, settings.workers)

@@ -10,6 +10,7 @@ import pytest
 
 from refcheck_callbacks.alerting.rules import rules_yaml
 from refcheck_callbacks.alerting.share_rules import SHARE_ALERTS, SHARES
+from refcheck_callbacks.alerting.simulator.adjusted import audit, fit_columns
 from refcheck_callbacks.alerting.simulator.promtool import Series, observe
 from refcheck_callbacks.alerting.simulator.replay import (
     _held,
@@ -122,3 +123,35 @@ def test_the_simulator_runs_once_a_minute() -> None:
     assert whole_minutes("1h2m") == 62
     with pytest.raises(ValueError, match="whole minutes"):
         whole_minutes("90s")
+
+
+def test_a_calibrated_service_pages_on_its_adjusted_rate_as_promtool_does(tmp_path: Path) -> None:
+    """A calibrated new service whose answers turn 60% unsupported while it onboards: the raw
+    levels are out of reach (99%), so only the adjusted rate's lower bound can page it; the
+    gauges and the calibration id go through promtool with the counters."""
+    tunables = LOOSE.model_copy(
+        update={
+            "hallucination_level": LOOSE.hallucination_level.model_copy(
+                update={"level": 0.99, "adjusted_level": 0.3}
+            ),
+            "contradiction_level": LOOSE.contradiction_level.model_copy(
+                update={"level": 0.99, "adjusted_level": 0.3}
+            ),
+        }
+    )
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rules_yaml(tunables))
+    named = []
+    for seed, volume in enumerate((5, 30)):
+        counts = counters(Traffic(RATES, volume, 20, 300, unsupported=0.6), seed)
+        fits = audit(RATES, 200, 0.3, seed)
+        columns = {rate: column[0] for rate, column in fit_columns([fits]).items()}
+        predicted = replay(counts, tunables, columns)
+        uncalibrated = replay(counts, tunables)
+        hallucination = SHARES[1].level_alert
+        assert predicted[hallucination].any() and not uncalibrated[hallucination].any()
+        named.append(
+            (f"calibrated {volume}/min", Series(f"cal_{seed}", counts, 20, predicted, fits))
+        )
+    seen = observe(rules, named, ALERTS, workers=2)  # raises where the two disagree
+    assert all(found.detected_after is not None for found in seen)

@@ -68,6 +68,18 @@ def test_the_generated_rules_figures_promtool_and_replay() -> None:
     assert table.count("\n| ") == 2 and "| separated | 100 |" in table and "> 180 min" in table
 
 
+def test_calibrated_services_are_judged_on_their_adjusted_rate_promtool_and_replay() -> None:
+    """The flat checker's onboarding page above is its raw share; calibrated on 200 audit
+    labels, its adjusted rate is honest about not separating (an interval of [0, 1]), so it
+    does not page; the separated checker's rises are as before."""
+    settings = Settings(volumes=(100.0,), days=1, seeds=4, promtool_days=0.3, audit_labels=200)
+    separated, flat = simulate([SEPARATED, UNSEPARATED], settings)
+    quiet = dict.fromkeys(SHARE_ALERTS, 0)
+    assert flat.promtool_pages == quiet and flat.replay_pages_per_30_days == 0.0
+    assert separated.promtool_pages == quiet and separated.replay_pages_per_30_days == 0.0
+    assert separated.promtool_detected_after is not None and separated.promtool_detected_after < 60
+
+
 def test_a_rule_file_the_replay_does_not_model_is_measured_by_promtool(tmp_path: Path) -> None:
     rules = tmp_path / "old.yml"
     rules.write_text(FIXED_FLOOR)
