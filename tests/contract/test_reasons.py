@@ -55,7 +55,7 @@ SHIPPED = {
         "malformed", "too_large", "unauthorized", "unsupported_media_type", "not_found",
         "timeout", "bad_span_id",
     },
-    ForwardReason: {"queue_full", "failed"},
+    ForwardReason: {"queue_full", "failed", "refused", "timeout", "bad_reply", "shutdown"},
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
     TruncateReason: {
         "answer", "question", "references", "reference_text", "claims", "claim", "model",
