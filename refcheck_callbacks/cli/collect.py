@@ -144,7 +144,11 @@ def _size(count: float) -> str:
 
 
 def _options(args: argparse.Namespace) -> ReceiverOptions:
+    from refcheck_callbacks.integrations.otlp.downstream import Downstream
     from refcheck_callbacks.integrations.otlp.launch import ReceiverOptions
+
+    if args.forward is not None:
+        Downstream.parse(args.forward)  # a URL it cannot post to fails before anything starts
 
     if args.max_body_bytes < 1 or args.max_connections < 1:
         raise ValueError("--max-body-bytes and --max-connections must be at least 1")

@@ -169,7 +169,17 @@ class ForwardReason(str, Enum):
     QUEUE_FULL = "queue_full"
     """The forwarding queue was full (the downstream is slower than the app)."""
     FAILED = "failed"
-    """The downstream refused it, or did not answer in time."""
+    """No connection to the downstream (refused, unreachable, a failed TLS handshake), or it
+    closed the connection before its reply's status."""
+    REFUSED = "refused"
+    """The downstream answered a status other than 2xx (a redirect too: it is not followed)."""
+    TIMEOUT = "timeout"
+    """No whole reply status and headers within the forwarding timeout (a silent or slow
+    downstream)."""
+    BAD_REPLY = "bad_reply"
+    """The downstream answered something that is not HTTP/1.x, or a reply head over 64 KiB."""
+    SHUTDOWN = "shutdown"
+    """Still queued when the receiver stopped and its time to post the queue ran out."""
 
 
 class IgnoreReason(str, Enum):

@@ -158,3 +158,12 @@ def test_the_trace_limits_defaults_and_help_come_from_trace_limits() -> None:
         assert limit.metadata["help"] in str(helps[limit.name])
     changed = _options(parser.parse_args(["collect", "--remembered-traces", "7", "--idle", "2"]))
     assert (changed.limits.remembered_traces, changed.limits.idle) == (7, 2.0)
+
+
+def test_a_forward_url_it_cannot_post_to_fails_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from refcheck_callbacks.cli.main import main
+
+    assert main(["collect", "--port", "0", "--forward", "ftp://127.0.0.1/v1/traces"]) == 2
+    assert "--forward takes an http:// or https:// URL" in capsys.readouterr().err

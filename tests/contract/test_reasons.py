@@ -57,7 +57,7 @@ SHIPPED = {
         "malformed", "too_large", "unauthorized", "unsupported_media_type", "not_found",
         "timeout", "no_room", "bad_span_id",
     },
-    ForwardReason: {"queue_full", "failed"},
+    ForwardReason: {"queue_full", "failed", "refused", "timeout", "bad_reply", "shutdown"},
     IgnoreReason: {"metrics", "logs"},
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
     TruncateReason: {

@@ -69,7 +69,7 @@ def test_the_forwarders_losses_are_counted_in_stats_and_metrics(
     monitor: RefCheckMonitor,
 ) -> None:
     """A downstream that accepts connections and never answers: the first body waits for it,
-    the next fill the queue, the rest are counted queue_full, and the first failed."""
+    the next fill the queue, the rest are counted queue_full, and the first timeout."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -78,10 +78,10 @@ def test_the_forwarders_losses_are_counted_in_stats_and_metrics(
         forwarder = Forwarder(url, collector.lose_forward, max_queued_bytes=1_000, timeout=1.0)
         for _ in range(5):
             forwarder.put(b"x" * 400, "application/x-protobuf", None)
-        wait_for(lambda: collector.stats()["not_forwarded"].get("failed", 0) >= 1, timeout=30)
+        wait_for(lambda: collector.stats()["not_forwarded"].get("timeout", 0) >= 1, timeout=30)
         forwarder.close(timeout=10)
     counts = collector.stats()["not_forwarded"]
     assert counts[ForwardReason.QUEUE_FULL.value] >= 2
-    assert counts[ForwardReason.QUEUE_FULL.value] + counts[ForwardReason.FAILED.value] == 5
+    assert counts[ForwardReason.QUEUE_FULL.value] + counts[ForwardReason.TIMEOUT.value] == 5
     assert monitor.stats.get(Tally.NOT_FORWARDED, ForwardReason.QUEUE_FULL) >= 2
     assert forwarder.forwarded == 0
