@@ -243,6 +243,9 @@ class ReceiverServer:
                 await self._linger(connection, reader)
                 return
             http.start_next_cycle()
+            # Pipelined requests already read never suspend the coroutine: let the loop run
+            # between them, or one client's backlog holds up every other connection.
+            await asyncio.sleep(0)
 
     async def _request(
         self, http: h11.Connection, reader: asyncio.StreamReader, connection: Connection
