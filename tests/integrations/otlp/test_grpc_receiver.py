@@ -18,6 +18,7 @@ from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOption
 from refcheck_callbacks.integrations.otlp.traces import TraceLimits
 
 TOKEN = "grpc-token"
+MB = 1 << 20
 
 
 @pytest.fixture
@@ -77,6 +78,36 @@ def test_a_message_over_the_body_limit_is_refused_and_counted_too_large() -> Non
         assert receiver.collector.rejected == {RejectReason.TOO_LARGE.value: 1}
         assert monitor.stats.get(Tally.REJECTED, RejectReason.TOO_LARGE) == 1
         assert receiver.collector.assembly.spans.received == 0
+    finally:
+        receiver.stop()
+        monitor.shutdown()
+
+
+def test_concurrent_exports_are_all_taken_or_counted() -> None:
+    """128 exports of 1 MB at once on one channel: each is taken or refused with a counted
+    reason, so what /v1/stats counts adds up to what was sent (gRPC's own concurrency limit
+    refused up to 36 of 64 such exports uncounted)."""
+    monitor = RefCheckMonitor(checker="embedded", exporters=[], placement="thread")
+    options = ReceiverOptions(port=0, grpc_port=0, limits=TraceLimits(idle=60))
+    receiver = Receiver(monitor, options, record=monitor.record).start()
+    try:
+        assert receiver.grpc is not None
+        channel = grpc.insecure_channel(f"127.0.0.1:{receiver.grpc.port}")
+        call = channel.unary_unary(f"/{SERVICE}/Export")
+        sent = 128
+        body = export(span(new_trace_id(), os.urandom(8), attributes={"input.value": "x" * MB}))
+        futures = [call.future(body, timeout=120) for _ in range(sent)]
+        refused = 0
+        for future in futures:
+            try:
+                future.result()
+            except grpc.RpcError:
+                refused += 1
+        stats = receiver.collector.stats()
+        assert receiver.collector.assembly.spans.received == sent - refused
+        assert sum(stats["rejected_requests"].values()) == refused
+        assert refused == 0, stats["rejected_requests"]
+        channel.close()
     finally:
         receiver.stop()
         monitor.shutdown()
