@@ -17,6 +17,9 @@ Side by side in one run:
   answer's four claims joined into its text: preparation, sentence extraction, the checker
   and the conflict stage, 16 answers per batch. It uses only names every version has, so the
   same script times another checkout (PYTHONPATH=that/checkout) to compare versions.
+  Each ExpertQA answer carries one of ExpertQA's questions, so retrieval diagnostics score
+  every reference and claim; `--versus no-diagnostics` times the same pipeline without them,
+  in turn (the issue-45 cost: diagnostics on must keep 90% of the claims/s).
   `--versus SPEC` also times the pipeline with another checker (the reader's cascade),
   repeat by repeat in turn with the default's, and reports the ratio and, for a cascade, the
   share of claims its later stages decided. `--workload labelled` times it on the shared sets'
@@ -26,6 +29,7 @@ Side by side in one run:
 
     python benchmarks/embedded_speed.py [--answers 200] [--repeats 3] [--minilm-answers 20]
     python benchmarks/embedded_speed.py --pipeline-only [--answers 200] [--repeats 3]
+    python benchmarks/embedded_speed.py --pipeline-only --versus no-diagnostics
     python benchmarks/embedded_speed.py --pipeline-only --workload labelled --answers 100 \
         --versus "cascade:embedded[margin,0.1145]>reader"
 """
@@ -43,6 +47,7 @@ from collections import defaultdict
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from refcheck_callbacks.bench.data_dir import data_dir
 from refcheck_callbacks.bench.datasets import DATASET_NAMES, load_dataset
 from refcheck_callbacks.bench.runner import subsample
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
@@ -57,6 +62,8 @@ CLAIMS_PER_ANSWER = 4
 REFERENCES_PER_ANSWER = 5
 REFERENCE_WORDS = 150
 BATCH_ANSWERS = 16
+NO_DIAGNOSTICS = "no-diagnostics"
+"""`--versus no-diagnostics`: the same pipeline without retrieval diagnostics, in turn."""
 
 
 def workload(answers: int) -> list[list[CheckItem]]:
@@ -69,6 +76,7 @@ def workload(answers: int) -> list[list[CheckItem]]:
         passages += [p for p in example.references if len(p.split()) >= REFERENCE_WORDS // 2]
     unique_passages = list(dict.fromkeys(passages))
     pool = [claim for group in claims.values() for claim in group]
+    questions = _expertqa_questions()
     out = []
     for index in range(answers):
         start = index * REFERENCES_PER_ANSWER
@@ -85,12 +93,23 @@ def workload(answers: int) -> list[list[CheckItem]]:
         out.append(
             [
                 CheckItem(
-                    claim=Claim(text=text), references=refs, request_id=f"a{index}", claim_index=k
+                    claim=Claim(text=text),
+                    references=refs,
+                    question=questions[index % len(questions)],
+                    request_id=f"a{index}",
+                    claim_index=k,
                 )
                 for k, text in enumerate(texts)
             ]
         )
     return out
+
+
+def _expertqa_questions() -> list[str]:
+    """ExpertQA's questions, so that diagnostics score every reference and claim against one."""
+    path = data_dir() / "expertqa" / "rand_val.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return list(dict.fromkeys(json.loads(line)["question"] for line in lines if line.strip()))
 
 
 def labelled_workload(per_set: int) -> list[list[CheckItem]]:
@@ -148,7 +167,9 @@ def pipeline_run(pipeline: Pipeline, answers: list[list[CheckItem]]) -> tuple[fl
     and the share of verdicts a cascade's later stages decided (0 for one checker)."""
     requests = [
         CheckRequest(
-            answer=" ".join(item.claim.text for item in answer), references=answer[0].references
+            answer=" ".join(item.claim.text for item in answer),
+            references=answer[0].references,
+            question=answer[0].question,
         )
         for answer in answers
     ]
@@ -173,7 +194,9 @@ def pipeline_report(
     """The pipeline's rate with the default checker and, when given, with `versus`, timed
     repeat by repeat in turn so that both see the same machine."""
     pipelines = {"embedded": Pipeline(SentenceExtractor(), checker)}
-    if versus is not None:
+    if versus == NO_DIAGNOSTICS:
+        pipelines[versus] = Pipeline(SentenceExtractor(), checker, diagnostics=False)
+    elif versus is not None:
         pipelines[versus] = Pipeline(SentenceExtractor(), build_checker(versus))
     for pipeline in pipelines.values():
         pipeline_run(pipeline, answers[:BATCH_ANSWERS])  # warm up

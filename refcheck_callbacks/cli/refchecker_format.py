@@ -222,6 +222,29 @@ def _claim_report(result: CheckResult, claim: Claim, verdict: Verdict) -> ClaimR
     )
 
 
+def _diagnosed_claim(verdict: Verdict) -> dict[str, Any]:
+    """A claim's relevance to the question and its cause: null when unknown or supported."""
+    return {
+        "relevance": verdict.relevance,
+        "cause": None if verdict.cause is None else verdict.cause.value,
+    }
+
+
+def _references(result: CheckResult) -> list[dict[str, Any]]:
+    """One entry per (non-blank) reference, in input order, numbered as the input numbers
+    it (the `reference_index` of evidence): its relevance to the question and whether a
+    supported claim used it."""
+    references = result.request.references
+    return [
+        {
+            "index": int(references[use.index].id or use.index),
+            "relevance": use.relevance,
+            "used": use.used,
+        }
+        for use in result.references_used
+    ]
+
+
 def input_hash(raw: Any) -> str:
     """A short fingerprint of an input record, so `--resume` can tell that the input changed."""
     canonical = json.dumps(raw, sort_keys=True, default=str)
@@ -258,9 +281,13 @@ def checked_record(
     if result.request.notes:
         ours["notes"] = result.request.notes
     ours["claims"] = [
-        _claim_report(result, c, v).model_dump(exclude_none=True)
+        _claim_report(result, c, v).model_dump(exclude_none=True) | _diagnosed_claim(v)
         for c, v in zip(result.claims, result.verdicts, strict=True)
     ]
+    if result.references_used:
+        ours["references"] = _references(result)
+        ours["answer_relevance"] = result.answer_relevance
+        ours["non_answer"] = result.non_answer
     out = dict(raw)
     if mode is Mode.EXTRACT_CHECK:
         out["claims"] = [claim_field(c) for c in result.claims]

@@ -387,3 +387,41 @@ def test_a_record_nested_past_the_json_parser_is_skipped(
     assert status == 3, stderr
     assert "record 1 skipped: line 2 is not valid JSON: it nests" in stderr
     assert [r["refcheck"]["index"] for r in _jsonl(out)] == [0, 2]
+
+
+def test_check_writes_retrieval_diagnostics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tower = "The Eiffel Tower in Paris was completed in 1889 for the World's Fair."
+    records = [
+        {
+            "response": "The Eiffel Tower was completed in 1889. It was completed in 1925.",
+            "question": "When was the Eiffel Tower completed?",
+            "reference": ["Bananas are rich in potassium.", tower],
+            "claims": ["The Eiffel Tower was completed in 1889.", "It was completed in 1925."],
+        },
+        {
+            "response": "The Eiffel Tower was completed in 1889.",
+            "reference": [tower],
+            "claims": ["The Eiffel Tower was completed in 1889.", "The tower is painted green."],
+        },
+    ]
+    source, out = tmp_path / "in.json", tmp_path / "out.json"
+    source.write_text(json.dumps(records), encoding="utf-8")
+    status, stderr = refcheck_here(capsys, "check", "--input", source, "--output", out)
+    assert status == 0, stderr
+    asked, unasked = (record["refcheck"] for record in json.loads(out.read_text("utf-8")))
+    bananas, tower_use = asked["references"]
+    assert (bananas["index"], tower_use["index"]) == (0, 1)
+    assert bananas["relevance"] < 0.5 < tower_use["relevance"]
+    assert (bananas["used"], tower_use["used"]) == (False, True)
+    assert 0.5 < asked["answer_relevance"] <= 1.0
+    supported, conflicting = asked["claims"]
+    assert supported["cause"] is None and 0.5 < supported["relevance"] <= 1.0
+    assert conflicting["cause"] == "contradicted"
+    # No question: no relevance, but use and causes all the same.
+    assert unasked["references"] == [{"index": 0, "relevance": None, "used": True}]
+    assert unasked["answer_relevance"] is None
+    assert [claim["relevance"] for claim in unasked["claims"]] == [None, None]
+    assert unasked["claims"][0]["cause"] is None
+    assert unasked["claims"][1]["cause"] in {"retrieval_missed", "unsupported_by_relevant_context"}

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from refcheck_callbacks.check.diagnose.causes import cause_of
 from refcheck_callbacks.check.diagnose.non_answers import is_non_answer
+from refcheck_callbacks.support.extras import require
 from refcheck_callbacks.types import CheckRequest, Claim, Label, ReferenceUse, Verdict
 
 
@@ -63,8 +64,19 @@ class Diagnostics:
 
             relevance = EmbeddedRelevance()
         self.relevance: RelevanceScorer = relevance
+        self._threads: Any = None
 
     def diagnose(
+        self, request: CheckRequest, claims: Sequence[Claim], verdicts: Sequence[Verdict]
+    ) -> Diagnosis:
+        if self._threads is None:
+            threadpoolctl = require("threadpoolctl", "embedded")
+            self._threads = threadpoolctl.ThreadpoolController()
+        # Small products, as in the embedded checker: multi-threaded BLAS only spins.
+        with self._threads.limit(limits=1, user_api="blas"):
+            return self._diagnose(request, claims, verdicts)
+
+    def _diagnose(
         self, request: CheckRequest, claims: Sequence[Claim], verdicts: Sequence[Verdict]
     ) -> Diagnosis:
         question = (request.question or "").strip() or None

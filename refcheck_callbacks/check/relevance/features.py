@@ -31,11 +31,11 @@ from refcheck_callbacks.check.relevance.answer_types import (
     expected_type,
     type_present,
 )
-from refcheck_callbacks.check.segments import segment_text
-from refcheck_callbacks.text.lexical import content_tokens, ngrams, tokens
+from refcheck_callbacks.text.lexical import NEGATIONS, STOPWORDS, content_tokens, ngrams, tokens
 
-SEGMENT_WORDS = 48
-"""A long reference is also judged by its closest piece of about two sentences."""
+SEGMENT_TOKENS = 64
+"""A long reference is also judged by its closest window of this many tokens (about two
+sentences), cut from its own token ids: no second tokenisation."""
 MAX_PASSAGE_CHARS = 20_000
 """Relevance reads at most this much of a reference: the rest rarely changes the verdict, and
 the cost stays bounded whatever a retriever returns."""
@@ -83,29 +83,28 @@ class Passage:
 
 
 def prepare_passages(texts: Sequence[str], static: StaticEmbeddings) -> list[Passage]:
-    """Each text tokenised, embedded whole and by segment."""
+    """Each text tokenised once (one batch), embedded whole and by windows of its tokens."""
     clipped = [text[:MAX_PASSAGE_CHARS] for text in texts]
-    pieces = [
-        [s.text for s in segment_text(text, max_tokens=SEGMENT_WORDS, overlap_tokens=0)]
-        for text in clipped
-    ]
     ids = static.token_ids(clipped)
     vectors = static.embed(ids)
     out = []
-    for text, text_ids, vector, parts in zip(clipped, ids, vectors, pieces, strict=True):
+    for text, text_ids, vector in zip(clipped, ids, vectors, strict=True):
         words = tokens(text)
-        segment_vectors = (
-            static.embed(static.token_ids(parts)) if len(parts) > 1 else vector[None, :]
-        )
+        windows = [
+            text_ids[start : start + SEGMENT_TOKENS]
+            for start in range(0, len(text_ids), SEGMENT_TOKENS)
+        ]
+        segment_vectors = static.embed(windows) if len(windows) > 1 else vector[None, :]
+        distinct = np.unique(text_ids)
         out.append(
             Passage(
                 text=text,
-                ids=np.unique(text_ids),
+                ids=distinct,
                 vector=vector,
                 segment_vectors=segment_vectors,
-                token_vectors=static.exact_vectors(np.unique(text_ids)),
+                token_vectors=static.exact_vectors(distinct),
                 words=frozenset(words),
-                content=frozenset(content_tokens(text)),
+                content=frozenset(w for w in words if w not in STOPWORDS and w not in NEGATIONS),
                 bigrams=frozenset(ngrams(words, 2)),
                 word_count=len(words),
             )
