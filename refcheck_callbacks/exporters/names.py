@@ -131,6 +131,8 @@ TRUNCATED: Final = "refcheck.truncated"
 COLLECT_REJECTED: Final = "refcheck.collect.rejected"
 """What `refcheck collect` refused (requests; spans for `bad_span_id`), by reason."""
 COLLECT_NOT_FORWARDED: Final = "refcheck.collect.not_forwarded"
+AUDIT_DRAWS: Final = "refcheck.audit.draws"
+"""Answers the random audit drew, by what became of each (`written`, or why not)."""
 
 # -- the checker service (`refcheck serve`): Ray Serve metrics --------------------------------
 SERVE_BATCH_INPUTS: Final = "refcheck_serve_batch_inputs"
@@ -173,6 +175,7 @@ PROMETHEUS: Final[dict[str, str]] = {
     TRUNCATED: "refcheck_truncated_total",
     COLLECT_REJECTED: "refcheck_collect_rejected_total",
     COLLECT_NOT_FORWARDED: "refcheck_collect_not_forwarded_total",
+    AUDIT_DRAWS: "refcheck_audit_draws_total",
 }
 """How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
 metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and
