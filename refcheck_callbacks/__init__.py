@@ -6,6 +6,7 @@ that needs them is built.
 
 from refcheck_callbacks.contract.answers import AnswerFields, AnswerSink, InputLimits
 from refcheck_callbacks.contract.reasons import (
+    AuditReason,
     DropReason,
     ErrorReason,
     FeedbackReason,
@@ -74,6 +75,7 @@ __all__ = [
     "Aggregator",
     "AnswerFields",
     "AnswerSink",
+    "AuditReason",
     "BadRecordError",
     "BudgetError",
     "CalibrationError",

@@ -51,6 +51,14 @@ REFCHECK_CALIBRATION = "REFCHECK_CALIBRATION"
 """The file `refcheck calibrate` wrote: `RefCheckMonitor(calibration=)`."""
 REFCHECK_FEEDBACK_FILE = "REFCHECK_FEEDBACK_FILE"
 """The labelled file people's verdicts are appended to: `RefCheckMonitor(feedback_file=)`."""
+REFCHECK_AUDIT_RATE = "REFCHECK_AUDIT_RATE"
+"""The share of checked answers drawn at random for a person to label, from 0 to 1:
+`RefCheckMonitor(audit_rate=)`."""
+REFCHECK_AUDIT_FILE = "REFCHECK_AUDIT_FILE"
+"""The file the audit's drawn answers are appended to: `RefCheckMonitor(audit_file=)`."""
+REFCHECK_AUDIT_MAX_BYTES = "REFCHECK_AUDIT_MAX_BYTES"
+"""The audit file's size bound, in bytes or with a unit (`64MiB`, `1GB`):
+`RefCheckMonitor(audit_max_bytes=)`."""
 REFCHECK_EXIT_TIMEOUT = "REFCHECK_EXIT_TIMEOUT"
 """Seconds to finish queued work at interpreter exit: `RefCheckMonitor(exit_timeout=)`. A
 script run under `opentelemetry-instrument` cannot call `flush`; this is its flush."""
@@ -83,6 +91,9 @@ _MAX_DIGITS = 18
 its own)."""
 _DURATION = re.compile(r"(?P<number>" + _NUMBER.pattern + r")\s*(?P<unit>[smhd]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_SIZE = re.compile(r"(?P<number>[0-9]{1,18})\s*(?P<unit>|b|kb|mb|gb|kib|mib|gib)")
+_BYTES = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+_BYTES |= {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 
 T = TypeVar("T")
 
@@ -108,6 +119,9 @@ class EnvironmentSettings:
     exporters: tuple[str, ...] | None = None
     calibration: Path | None = None
     feedback_file: Path | None = None
+    audit_rate: float | None = None
+    audit_file: Path | None = None
+    audit_max_bytes: int | None = None
     exit_timeout: float | None = None
     capture_content: bool | None = None
     judge_budget: JudgeBudgetSettings | None = None
@@ -136,6 +150,9 @@ def read_environment(environ: Mapping[str, str] | None = None) -> EnvironmentSet
         exporters=_read(env, REFCHECK_EXPORTERS, _exporter_names),
         calibration=_read(env, REFCHECK_CALIBRATION, _existing_file),
         feedback_file=_read(env, REFCHECK_FEEDBACK_FILE, Path),
+        audit_rate=_read(env, REFCHECK_AUDIT_RATE, _share),
+        audit_file=_read(env, REFCHECK_AUDIT_FILE, Path),
+        audit_max_bytes=_read(env, REFCHECK_AUDIT_MAX_BYTES, _size),
         exit_timeout=_read(env, REFCHECK_EXIT_TIMEOUT, _positive),
         capture_content=_read(env, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, _switch),
         judge_budget=_judge_budget(env),
@@ -238,6 +255,17 @@ def _whole(value: str) -> int:
             f"accepted: a whole number above 0, in at most {_MAX_DIGITS} ASCII digits (100000)"
         )
     return int(value)
+
+
+def _size(value: str) -> int:
+    match = _SIZE.fullmatch(value.lower())
+    size = 0 if match is None else int(match["number"]) * _BYTES[match["unit"]]
+    if not size:
+        raise ValueError(
+            "accepted: a whole number of bytes above 0, or one with KB, MB, GB, KiB, MiB or "
+            "GiB (64MiB), in ASCII digits"
+        )
+    return size
 
 
 def _duration(value: str) -> float:

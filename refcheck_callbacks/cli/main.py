@@ -4,7 +4,8 @@ run the demo.
 Each subcommand parses its options here and hands the work to the module that owns it:
 `batch` (extract / check / extract-check), `bench.runner` (bench; `cli.fit_cascade` for
 `bench --fit-cascade`), `cli.alert_rules` (alert-rules, which also parses its own options),
-`cli.calibrate` (calibrate), `cli.data` (data), the packaged quickstart `demo.quickstart` (demo).
+`cli.calibrate` (calibrate), `cli.review` (review), `cli.data` (data), the packaged quickstart
+`demo.quickstart` (demo).
 Heavy imports happen inside the subcommand, so `refcheck --help` is instant.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
-from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade
+from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade, review
 from refcheck_callbacks.cli.collect import add_collect_command
 from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
@@ -57,6 +58,7 @@ Claim-level hallucination checks of answers against their references.
   refcheck check --input claims.jsonl --output checked.jsonl --checker nli:MODEL
   refcheck bench --dataset all --checker embedded --output-dir bench-out
   refcheck calibrate --input labelled.jsonl --output calibration.json
+  refcheck review audit.jsonl
   refcheck alert-rules --set share_test.z=4 --output refcheck-alerts.yml
   refcheck serve --checker nli:MODEL --num-gpus 1
   refcheck collect --port 4318 --export-endpoint http://otel-collector:4318
@@ -247,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_command(commands)
     alert_rules.add_command(commands)
     calibrate.add_command(commands)
+    review.add_command(commands)
     add_serve_command(commands)
     add_collect_command(commands)
     add_data_command(commands)

@@ -43,6 +43,9 @@ class Tally(str, Enum):
     IGNORED = "ignored"
     """Export requests of signals `refcheck collect` does not read, answered with success as
     a collector answers them, by `IgnoreReason`."""
+    AUDITED = "audited"
+    """Answers the random audit drew (`audit_rate`), by what became of each draw
+    (`AuditReason`): `written` to the audit file, or why it was not. Their sum is every draw."""
 
 
 class SkipReason(str, Enum):
@@ -228,7 +231,23 @@ class FeedbackReason(str, Enum):
     """The feedback file could not be written (see the log)."""
 
 
-Reason = SkipReason | DropReason | ErrorReason | FeedbackReason | TruncateReason
+class AuditReason(str, Enum):
+    """What became of an answer the random audit drew (`Tally.AUDITED`)."""
+
+    WRITTEN = "written"
+    """Appended to the audit file, whole and synced."""
+    FILE_FULL = "file_full"
+    """The audit file reached its size bound (`audit_max_bytes`): label it, move it away, or
+    raise the bound."""
+    WRITE_FAILED = "write_failed"
+    """The file could not be written (a full disk, no permission: see the log)."""
+    QUEUE_FULL = "queue_full"
+    """Draws waiting for the writer were at their bound (the disk is slower than the draws)."""
+    SHUTDOWN = "shutdown"
+    """Still waiting for the writer when `shutdown` (or exit) ran out of time."""
+
+
+Reason = SkipReason | DropReason | ErrorReason | FeedbackReason | TruncateReason | AuditReason
 """A reason of the vocabulary above."""
 
 

@@ -66,13 +66,14 @@ class Delivery:
         exporters: list[Exporter],
         hooks: list[ResultHook],
         stats: Counters,
-        remember: Callable[[Sequence[CheckResult]], None] | None = None,
+        keepers: Sequence[Callable[[Sequence[CheckResult]], None]] = (),
     ) -> None:
         self.exporters = exporters
         self.hooks = hooks
         self.stats = stats
-        self.remember = remember
-        """Given every batch of results first (the monitor's memory for feedback)."""
+        self.keepers = tuple(keepers)
+        """Given every batch of results first: the monitor's memory for feedback, the audit's
+        draw."""
         self._flights: dict[int, tuple[Exporter, SingleFlight[Any]]] = {}
 
     def record(self, tally: Tally, reason: Reason | str, count: int = 1) -> None:
@@ -88,11 +89,11 @@ class Delivery:
 
     def deliver(self, results: Sequence[CheckResult]) -> None:
         """Results to every exporter, then to every hook. Never raises."""
-        if self.remember is not None:
+        for keep in self.keepers:
             try:
-                self.remember(results)
+                keep(results)
             except Exception:  # a bug of ours: feedback on these answers will be refused
-                logger.exception("refcheck: results were not remembered for feedback")
+                logger.exception("refcheck: results were not kept for feedback or the audit")
         for result in results:
             reason = failure_reason(result)
             if reason is not None:

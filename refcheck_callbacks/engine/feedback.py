@@ -18,7 +18,12 @@ from pathlib import Path
 
 from refcheck_callbacks.contract.feedback import ClaimFeedback, Feedback, FeedbackLabel
 from refcheck_callbacks.contract.reasons import FeedbackReason
-from refcheck_callbacks.engine.feedback_file import AnswerText, FeedbackFile, feedback_record
+from refcheck_callbacks.engine.feedback_file import (
+    AnswerText,
+    FeedbackFile,
+    Predictions,
+    feedback_record,
+)
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.support.lru import LRU
 from refcheck_callbacks.types import CheckResult, Label, TraceContext
@@ -48,6 +53,8 @@ class Remembered:
     text: AnswerText | None
     """None unless a file is written. A result whose redaction failed has no claims, so it
     is never remembered."""
+    predictions: Predictions | None
+    """The checker's labels, probabilities and evidence, for the file (None without one)."""
 
 
 def _claim_labels(labels: FeedbackLabels, claims: int) -> list[FeedbackLabel | None]:
@@ -115,6 +122,7 @@ class FeedbackDesk:
                 trace_context=request.trace_context,
                 predicted=tuple(v.label for v in result.verdicts),
                 text=None if self.file is None else AnswerText.of(result),
+                predictions=None if self.file is None else Predictions.of(result),
             )
             with self._lock:
                 self._results.put(request.request_id, remembered)
@@ -128,18 +136,23 @@ class FeedbackDesk:
         return found
 
     def record(
-        self, response_id: str, labels: FeedbackLabels, export: Callable[[Feedback], None]
+        self,
+        response_id: str,
+        labels: FeedbackLabels,
+        export: Callable[[Feedback], None],
+        audit: bool = False,
     ) -> Feedback:
-        """Write the verdict to the file (if any), then `export` it. RefusedFeedback when it
-        cannot be recorded."""
+        """Write the verdict to the file (if any; marked `"audit": true` for an answer of the
+        random audit), then `export` it. RefusedFeedback when it cannot be recorded."""
         with self._lock:
             remembered = self._find(response_id) if isinstance(response_id, str) else None
         if remembered is None:
             raise RefusedFeedback(FeedbackReason.UNKNOWN_RESPONSE)
         feedback = feedback_of(response_id, remembered, labels)
-        if self.file is not None and remembered.text is not None:
+        text, predictions = remembered.text, remembered.predictions
+        if self.file is not None and text is not None and predictions is not None:
             try:
-                self.file.append(feedback_record(feedback, remembered.text, remembered.predicted))
+                self.file.append(feedback_record(feedback, text, predictions, audit))
             except (OSError, ValueError) as exc:
                 logger.warning("refcheck: the feedback file %s: %s", self.file.path, exc)
                 raise RefusedFeedback(FeedbackReason.WRITE_FAILED) from None

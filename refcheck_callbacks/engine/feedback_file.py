@@ -64,26 +64,85 @@ class AnswerText:
         )
 
 
+Probabilities = dict[str, float]
+EvidenceSpan = dict[str, int]
+
+
+def _probabilities(given: dict[Label, float] | None) -> Probabilities | None:
+    return None if given is None else {label.value: p for label, p in given.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Predictions:
+    """What the checker said of each claim, as a record writes it: the label (after the
+    calibration's decision points), the three probabilities, and the first evidence span."""
+
+    labels: tuple[Label | None, ...]
+    probabilities: tuple[Probabilities | None, ...]
+    evidence: tuple[EvidenceSpan | None, ...]
+
+    @classmethod
+    def of(cls, result: CheckResult) -> Predictions:
+        verdicts = result.verdicts
+        return cls(
+            labels=tuple(v.label for v in verdicts),
+            probabilities=tuple(_probabilities(v.probabilities) for v in verdicts),
+            evidence=tuple(
+                None
+                if not v.evidence
+                else {
+                    "reference_index": v.evidence[0].reference_index,
+                    "start": v.evidence[0].span.start,
+                    "end": v.evidence[0].span.end,
+                }
+                for v in verdicts
+            ),
+        )
+
+    def fields(self) -> dict[str, object]:
+        """The record's `predicted`, `probabilities` and `evidence`."""
+        return {
+            "predicted": [_written(label) for label in self.labels],
+            "probabilities": list(self.probabilities),
+            "evidence": list(self.evidence),
+        }
+
+
+def text_fields(text: AnswerText) -> dict[str, object]:
+    """The record's question, answer, references and claims."""
+    return {
+        "question": text.question,
+        "response": text.response,
+        "references": [{"id": ref_id, "text": body} for ref_id, body in text.references],
+        "claims": list(text.claims),
+    }
+
+
+def now_iso() -> str:
+    """The time a record is written, as the files spell it."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def feedback_record(
-    feedback: Feedback, text: AnswerText, predicted: tuple[Label | None, ...]
+    feedback: Feedback, text: AnswerText, predictions: Predictions, audit: bool = False
 ) -> dict[str, object]:
     """One line of the file (module docstring)."""
     labels: list[str | bool | None] = [None] * len(text.claims)
     for claim in feedback.claims:
         labels[claim.index] = _written(claim.label)
-    return {
+    record: dict[str, object] = {
         "response_id": feedback.response_id,
         "request_id": feedback.request_id,
-        "question": text.question,
-        "response": text.response,
-        "references": [{"id": ref_id, "text": body} for ref_id, body in text.references],
-        "claims": list(text.claims),
+        **text_fields(text),
         "labels": labels,
         "checker": feedback.checker,
-        "predicted": [_written(label) for label in predicted],
+        "predicted": predictions.fields()["predicted"],
         "answer_label": _written(feedback.answer),
-        "labelled_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "labelled_at": now_iso(),
     }
+    if audit:  # marked, and with the scores the audit file's records have
+        return {"audit": True, **record, **predictions.fields()}
+    return record
 
 
 class FeedbackFile:
@@ -107,12 +166,13 @@ class FeedbackFile:
         with self._lock:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
             try:
-                _append_whole(fd, line)
+                append_whole(fd, line)
             finally:
                 os.close(fd)
 
 
-def _append_whole(fd: int, line: bytes) -> None:
+def append_whole(fd: int, line: bytes) -> None:
+    """`line` appended to the append-only `fd`, synced, whole or not at all (`FeedbackFile`)."""
     start = os.fstat(fd).st_size
     if start and os.pread(fd, 1, start - 1) != b"\n":
         line = b"\n" + line  # the last line is torn: leave it on its own line

@@ -36,6 +36,7 @@ from refcheck_callbacks.contract.reasons import (
 from refcheck_callbacks.contract.registry import EXPORTERS, ConflictSource, Source, build
 from refcheck_callbacks.engine import signals
 from refcheck_callbacks.engine.aggregate import Aggregator
+from refcheck_callbacks.engine.audit import Audit, audit_from
 from refcheck_callbacks.engine.checking import Checking, invalid_input, unpaired
 from refcheck_callbacks.engine.counters import Counters
 from refcheck_callbacks.engine.delivery import Delivery, ResultHook
@@ -134,6 +135,13 @@ class RefCheckMonitor:
             (`engine.feedback_file`). Opting in to keep that text; None (default): no file.
         feedback_memory: recent results `feedback` can find (least recently used forgotten);
             0 turns feedback off.
+        audit_rate, audit_file: the random audit (`engine.audit`, docs/audit.md): this share
+            of checked answers with claims, drawn uniformly whatever their verdicts, is
+            appended to `audit_file` (its text after `redact`) for a person to label with
+            `refcheck review`. A file alone draws 1%; a rate without a file is refused.
+            Every draw is counted in `stats` (`audited`: `written`, or why not).
+        audit_max_bytes: the audit file's size bound (default 64 MiB); draws past it are
+            counted `file_full`. audit_seed: seeds the draw (tests; default: random).
         judge_budget: a hard cap on what the `llm:` judge and extractor spend together
             (`JudgeBudget(usd=..., tokens=..., window_s=...)`), checked before each call;
             the claims of a call it cannot hold go to its fallback checker, and a model with
@@ -163,6 +171,10 @@ class RefCheckMonitor:
         feedback_file: str | Path | None = None,
         feedback_memory: int = 1024,
         judge_budget: JudgeBudget | None = None,
+        audit_rate: float | None = None,
+        audit_file: str | Path | None = None,
+        audit_max_bytes: int | None = None,
+        audit_seed: int | None = None,
     ) -> None:
         env = read_environment()  # a keyword given wins over its variable
         extractor = env.extractor if extractor is None else extractor
@@ -178,6 +190,7 @@ class RefCheckMonitor:
             sample_rate = 1.0 if env.sample_rate is None else env.sample_rate
         if exit_timeout is None:
             exit_timeout = 5.0 if env.exit_timeout is None else env.exit_timeout
+        auditing = audit_from(audit_rate, audit_file, audit_max_bytes, env)
         self._feedback = FeedbackDesk(feedback_memory, feedback_file)
         self.aggregator = Aggregator(aggregator)
         self.capture_content = capture_content
@@ -211,9 +224,19 @@ class RefCheckMonitor:
             [on_result] if callable(on_result) else list(on_result or [])
         )
         self.exporters = _exporters(exporters, capture_content)
-        self._delivery = Delivery(
-            self.exporters, self.on_result, self.stats, self._feedback.remember
-        )
+        self.audit: Audit | None = None
+        """The random audit, when one is on: `audit.rate`, `audit.file.path`."""
+        if auditing is not None:
+            rate, file = auditing
+            self.audit = Audit(
+                rate,
+                file,
+                lambda reason: self.record(Tally.AUDITED, reason),
+                None if loaded is None else loaded.id,
+                audit_seed,
+            )
+        keepers = [self._feedback.remember] + ([self.audit.draw] if self.audit else [])
+        self._delivery = Delivery(self.exporters, self.on_result, self.stats, keepers)
         self._checking = Checking(self.runner, self._delivery, self.limits)
         self._sampler = Sampler(sample_rate)
         self._worker: BackgroundWorker[RawInput, list[CheckResult]] = BackgroundWorker(
@@ -272,7 +295,7 @@ class RefCheckMonitor:
         """Count something not checked or failed, and tell the exporters. Never raises."""
         self._delivery.record(tally, reason, count)
 
-    def feedback(self, response_id: str, labels: FeedbackLabels) -> bool:
+    def feedback(self, response_id: str, labels: FeedbackLabels, audit: bool = False) -> bool:
         """Record a person's verdict on a checked answer. Never raises.
 
         `response_id` is the answer's request id (`result.request.request_id`) or the
@@ -284,9 +307,15 @@ class RefCheckMonitor:
         `feedback_file`. Returns False, counted with a `FeedbackReason`, when the answer is
         not among the latest `feedback_memory` results with claims, the labels do not fit
         it, or the file cannot be written (its record whole on disk, synced).
+
+        `audit=True` says the answer came from a uniform random sample, as the audit draws
+        (labelled in the app rather than with `refcheck review`): its line in the file is
+        marked `"audit": true`, with the checker's probabilities and evidence, so that
+        `refcheck calibrate` fits the rate estimate on it. Thumbs given where a user saw a
+        problem are no such sample: leave them at False.
         """
         try:
-            self._feedback.record(response_id, labels, self._delivery.feedback)
+            self._feedback.record(response_id, labels, self._delivery.feedback, audit)
             return True
         except RefusedFeedback as refused:
             self.record(Tally.FEEDBACK_REFUSED, refused.reason)
@@ -372,6 +401,8 @@ class RefCheckMonitor:
         all within `timeout` seconds; False if that ran out (nothing is lost: work goes on)."""
         deadline = Deadline(timeout)
         flushed = self._worker.flush(deadline.remaining())
+        if self.audit is not None:
+            flushed = self.audit.flush(deadline) and flushed
         return self._delivery.flush(deadline) and flushed
 
     def shutdown(self, timeout: float = 30.0) -> bool:
@@ -412,6 +443,8 @@ class RefCheckMonitor:
         if first:
             atexit.unregister(self._at_exit)
         flushed = self._worker.shutdown(deadline.remaining(), reason)
+        if self.audit is not None:
+            flushed = self.audit.shutdown(deadline) and flushed
         if first:
             self.runner.close(deadline.remaining())
         if flush_exporters:

@@ -104,6 +104,11 @@ class Instruments:
                 names.UNIT_REQUEST,
                 "Export requests of signals refcheck collect does not read (metrics, logs).",
             ),
+            Tally.AUDITED: meter.create_counter(
+                names.AUDIT_DRAWS,
+                names.UNIT_RESPONSE,
+                "Answers the random audit drew, by what became of each: written, or why not.",
+            ),
         }
         self.llm_tokens = meter.create_counter(
             names.LLM_TOKENS, names.UNIT_TOKEN, "Tokens spent by LLM extractors and judges."

@@ -152,6 +152,8 @@ CALIBRATION_FLAGGED_NEGATIVES: Final = "refcheck.calibration.flagged_negatives"
 """Gauge: of the negatives, those the checker flagged."""
 CALIBRATION_LABELS: Final = "refcheck.calibration.labels"
 """Gauge: audit labels the rate's fit used; 0 (and no calibration id) when uncalibrated."""
+AUDIT_DRAWS: Final = "refcheck.audit.draws"
+"""Answers the random audit drew, by what became of each (`written`, or why not)."""
 
 # -- the checker service (`refcheck serve`): Ray Serve metrics --------------------------------
 SERVE_BATCH_INPUTS: Final = "refcheck_serve_batch_inputs"
@@ -200,6 +202,7 @@ PROMETHEUS: Final[dict[str, str]] = {
     CALIBRATION_FLAGGED_POSITIVES: "refcheck_calibration_flagged_positives",
     CALIBRATION_FLAGGED_NEGATIVES: "refcheck_calibration_flagged_negatives",
     CALIBRATION_LABELS: "refcheck_calibration_labels",
+    AUDIT_DRAWS: "refcheck_audit_draws_total",
 }
 """How `opentelemetry-exporter-prometheus` (and the collector's Prometheus exporter) render each
 metric: dots become underscores, the unit `s` adds `_seconds`, counters get `_total`, and

@@ -13,6 +13,7 @@ from telemetry import Telemetry
 from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.contract.reasons import (
     LOST_REASONS,
+    AuditReason,
     DropReason,
     ErrorReason,
     FeedbackReason,
@@ -39,6 +40,7 @@ SHIPPED = {
         "rejected",
         "not_forwarded",
         "ignored",
+        "audited",
     },
     SkipReason: {
         "sampled_out", "no_references", "no_answer", "unpaired", "run_error", "run_cancelled",
@@ -60,6 +62,7 @@ SHIPPED = {
     ForwardReason: {"queue_full", "failed", "refused", "timeout", "bad_reply", "shutdown"},
     IgnoreReason: {"metrics", "logs"},
     FeedbackReason: {"unknown_response", "invalid_labels", "write_failed"},
+    AuditReason: {"written", "file_full", "write_failed", "queue_full", "shutdown"},
     TruncateReason: {
         "answer", "question", "references", "reference_text", "claims", "claim", "model",
         "response_id", "metadata",
