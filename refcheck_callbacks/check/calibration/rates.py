@@ -82,3 +82,16 @@ def flags(rate: RateName, verdict: Verdict) -> bool:
     if rate is RateName.HALLUCINATION:
         return verdict.label is not Label.ENTAILMENT
     return verdict.label is Label.CONTRADICTION
+
+
+MIN_AUDIT_LABELS = 200
+"""The audit labels a rate is marked uncalibrated below, when a class is still missing
+(docs/rates.md: what 200 labels buy)."""
+
+
+def labels_needed(fit: RateFit | None) -> int:
+    """How many more audit labels the rate needs before it can be estimated: none once both
+    classes are labelled, else what is left to `MIN_AUDIT_LABELS` (at least 1)."""
+    if fit is not None and fit.positives and fit.negatives:
+        return 0
+    return max(MIN_AUDIT_LABELS - (fit.labels if fit is not None else 0), 1)
