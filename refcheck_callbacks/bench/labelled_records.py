@@ -8,7 +8,10 @@
      "claims": ["claim text" or [head, relation, tail], ...],
      "labels": [one per claim: "Entailment" | "Neutral" | "Contradiction" (any case),
                 or true / false for supported, or null for a claim nobody labelled],
-     "checker": "..." and "predicted": [...] (optional: what the checker said; not read)}
+     "checker": "..." and "predicted": [...] (optional: what the checker said; not read),
+     "audit": true (optional: the answer was drawn by the monitor's random audit,
+       docs/rates.md; only these labels fit the flag rates a prevalence estimate needs),
+     "drawn_at" / "labelled_at": ISO 8601 (optional: which audit labels are the latest)}
 
 A record that cannot be used is reported with its line (JSON Lines) or its position (a JSON
 list) and skipped; the rest are read. Fitting on silently dropped rows would fit data nobody
@@ -50,6 +53,9 @@ class LabelledRecord(BaseModel):
     context: str | None = None
     claims: list[str | list[str]]
     labels: list[bool | str | None]
+    audit: bool = False
+    drawn_at: str | None = None
+    labelled_at: str | None = None
 
     @field_validator("labels")
     @classmethod
@@ -112,6 +118,9 @@ class LabelledRecords:
     """Records read and used."""
     problems: list[str] = field(default_factory=list)
     """One message per skipped record: where it is and what is wrong."""
+    audited: dict[int, tuple[str, int]] = field(default_factory=dict)
+    """Index in `examples` of each claim labelled in an audit record -> (when it was labelled,
+    else drawn, else ""; its record's position): sorted, the latest come last."""
 
 
 def _positioned(text: str) -> list[tuple[str, Any]]:
@@ -178,5 +187,10 @@ def read_labelled_records(path: Path) -> LabelledRecords:
             read.problems.append(f"{path}, {where}: {at + ': ' if at else ''}{error['msg']}")
             continue
         read.records += 1
-        read.examples += _examples(record, where)
+        examples = _examples(record, where)
+        if record.audit:
+            when = record.labelled_at or record.drawn_at or ""
+            for offset in range(len(examples)):
+                read.audited[len(read.examples) + offset] = (when, read.records)
+        read.examples += examples
     return read

@@ -4,7 +4,9 @@ Reads labelled records (`bench.labelled_records`: RefChecker's format with a par
 `labels` list, what `monitor.feedback` appends), checks every labelled claim once with the
 checker and conflict stage the app runs, fits the decision points (`bench.calibration_fit`),
 prints the cross-validated confusion before and after, and writes the calibration file that
-`RefCheckMonitor(calibration=...)` and `refcheck check --calibration` apply.
+`RefCheckMonitor(calibration=...)` and `refcheck check --calibration` apply. Labels of audit
+records (`"audit": true`, the monitor's random draw) also fit the flag rates that `refcheck
+rates` and the dashboard adjust the raw rates by (`bench.rate_fit`, docs/rates.md).
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from refcheck_callbacks.cli.exit_status import EXIT_FAILED, EXIT_OK, EXIT_SKIPPE
 from refcheck_callbacks.cli.exit_status import fail as _fail
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from refcheck_callbacks.bench.labelled_records import LabelledRecords
     from refcheck_callbacks.check.calibration.file import Calibration, Figures
+    from refcheck_callbacks.types import Verdict
 
 SUMMARY = "fit the checker's decision points on your own labelled answers"
 
@@ -67,6 +73,11 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the folds (default: 0)")
     parser.add_argument(
+        "--audit-window", type=int, default=None, metavar="N",
+        help="fit the flag rates of `refcheck rates` on the N latest labelled claims of audit "
+        "records (\"audit\": true, by labelled_at / drawn_at; default: 1000)",
+    )  # fmt: skip
+    parser.add_argument(
         "--batch-size", type=int, default=64, help="claims per checker call (default: 64)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -82,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--max-false-contradiction is a share between 0 and 1")
     if args.folds < 2 or args.batch_size < 1:
         return _fail("--folds must be at least 2 and --batch-size at least 1")
+    if args.audit_window is not None and args.audit_window < 1:
+        return _fail("--audit-window must be at least 1")
     if not args.input.is_file():
         return _fail(f"input file not found: {args.input}")
     return _calibrate(args, target)
@@ -141,6 +154,7 @@ def _calibrate(args: argparse.Namespace, target: float) -> int:
         )
     except ValueError as exc:
         return _fail(str(exc), EXIT_FAILED)
+    fitted = _with_rates(fitted, read, verdicts, args.audit_window)
     try:
         write_calibration(fitted, args.output)
     except OSError as exc:
@@ -148,6 +162,39 @@ def _calibrate(args: argparse.Namespace, target: float) -> int:
     print(report(fitted))
     print(f"refcheck: wrote {args.output}", file=sys.stderr)
     return EXIT_SKIPPED if read.problems else EXIT_OK
+
+
+def _with_rates(
+    fitted: Calibration,
+    read: LabelledRecords,
+    verdicts: Sequence[Verdict | None],
+    window: int | None,
+) -> Calibration:
+    """The calibration with its flag rates on the latest audit labels, at the fitted points."""
+    from refcheck_callbacks.bench.rate_fit import DEFAULT_AUDIT_WINDOW, fit_rates
+    from refcheck_callbacks.check.calibration.points import relabel
+
+    own = fitted.defaults.support_threshold
+    relabelled = [None if v is None else relabel(v, fitted.points, own) for v in verdicts]
+    rates = fit_rates(read.examples, relabelled, read.audited, window or DEFAULT_AUDIT_WINDOW)
+    return fitted.model_copy(update={"rates": rates})
+
+
+def _rates_report(fitted: Calibration) -> list[str]:
+    from refcheck_callbacks.check.calibration.rates import labels_needed
+
+    if not fitted.rates:
+        return [
+            'flag rates: uncalibrated (no labelled claim of an audit record, "audit": '
+            f"true); `refcheck rates` needs at least {labels_needed(None)} audit labels"
+        ]
+    lines = [f"  {'flag rates (audit labels)':<28}{'labels':>8}{'TPR':>8}{'FPR':>8}"]
+    for rate, fit in fitted.rates.items():
+        lines.append(
+            f"  {rate.value:<28}{fit.labels:>8}{_rate(fit.true_positive_rate):>8}"
+            f"{_rate(fit.false_positive_rate):>8}"
+        )
+    return lines
 
 
 def _kinds(kinds: tuple[object, ...]) -> str:
@@ -189,6 +236,7 @@ def report(fitted: Calibration) -> str:
         f"  conflict kinds counted: {_kinds(points.conflict_kinds)} "
         f"(default: {_kinds(defaults.conflict_kinds)})",
     ]
+    lines += _rates_report(fitted)
     checked = fitted.cross_validated
     if checked is None:
         lines.append("  too few responses to cross-validate: no held-out figures")

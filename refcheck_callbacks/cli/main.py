@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
-from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade, review
+from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade, rates, review
 from refcheck_callbacks.cli.collect import add_collect_command
 from refcheck_callbacks.cli.component_names import (
     REFCHECKER_NLI_MODEL,
@@ -250,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     alert_rules.add_command(commands)
     calibrate.add_command(commands)
     review.add_command(commands)
+    rates.add_command(commands)
     add_serve_command(commands)
     add_collect_command(commands)
     add_data_command(commands)

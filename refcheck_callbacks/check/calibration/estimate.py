@@ -16,6 +16,7 @@ poorly gets a wide interval, never a confident number.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -53,7 +54,7 @@ def _bernoulli_variance(rate: float, total: float) -> float:
     return rate * (1.0 - rate) / max(total, 1.0)
 
 
-def _fieller(
+def fieller_interval(
     a: float, b: float, var_a: float, var_b: float, cov: float, z: float
 ) -> tuple[float, float]:
     """The set of ratios r with (a - r b)^2 <= z^2 (var_a - 2 r cov + r^2 var_b), within
@@ -69,20 +70,47 @@ def _fieller(
     return min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
 
 
-def closed_form(claims: int, flagged: int, fit: RateFit | None, z: float = Z_90) -> Estimate:
-    """The adjusted count and its Fieller interval (module docstring)."""
+@dataclass(frozen=True)
+class DesignEffects:
+    """How much more than binomial the traffic's flag share and the audit's flag rates vary,
+    claims of one answer being flagged together (`clusters.design_effect`); 1 each: claims
+    counted as independent, as the recording rules count them."""
+
+    traffic: float = 1.0
+    positives: float = 1.0
+    negatives: float = 1.0
+
+
+INDEPENDENT = DesignEffects()
+
+
+def adjusted_count(
+    claims: int,
+    flagged: int,
+    fit: RateFit | None,
+    z: float = Z_90,
+    design: DesignEffects = INDEPENDENT,
+) -> Estimate:
+    """The adjusted count and its Fieller interval (module docstring), each variance scaled by
+    its design effect."""
     raw = flagged / claims if claims else None
     labels = fit.labels if fit is not None else 0
     if raw is None or fit is None or not fit.positives or not fit.negatives:
         return Estimate(claims=claims, raw=raw, adjusted=None, low=None, high=None, labels=labels)
     tpr = smoothed_rate(fit.flagged_positives, fit.positives)
     fpr = smoothed_rate(fit.flagged_negatives, fit.negatives)
-    var_q = _bernoulli_variance(raw, claims)
-    var_t = _bernoulli_variance(tpr, fit.positives + 2 * PRIOR_COUNT)
-    var_f = _bernoulli_variance(fpr, fit.negatives + 2 * PRIOR_COUNT)
+    var_q = design.traffic * _bernoulli_variance(raw, claims)
+    var_t = design.positives * _bernoulli_variance(tpr, fit.positives + 2 * PRIOR_COUNT)
+    var_f = design.negatives * _bernoulli_variance(fpr, fit.negatives + 2 * PRIOR_COUNT)
     a, b = raw - fpr, tpr - fpr
     adjusted = min(max(a / b, 0.0), 1.0) if b > 0.0 else None
-    low, high = _fieller(a, b, var_q + var_f, var_t + var_f, var_f, z)
+    low, high = fieller_interval(a, b, var_q + var_f, var_t + var_f, var_f, z)
     if adjusted is not None:
         low, high = min(low, adjusted), max(high, adjusted)
     return Estimate(claims=claims, raw=raw, adjusted=adjusted, low=low, high=high, labels=labels)
+
+
+def closed_form(claims: int, flagged: int, fit: RateFit | None, z: float = Z_90) -> Estimate:
+    """The adjusted count and its Fieller interval (module docstring), claims counted as
+    independent: what the recording rules compute from counters and gauges."""
+    return adjusted_count(claims, flagged, fit, z)

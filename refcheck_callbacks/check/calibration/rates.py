@@ -29,6 +29,17 @@ class RateName(str, Enum):
     CONTRADICTION = "contradiction"
 
 
+class SweepPoint(BaseModel):
+    """The audit's flag counts for one support threshold of the median sweep: a claim counts
+    as flagged there when its P(entailment) is below `threshold`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold: float = Field(ge=0.0, le=1.0)
+    flagged_positives: int = Field(ge=0)
+    flagged_negatives: int = Field(ge=0)
+
+
 class RateFit(BaseModel):
     """A checker's flag counts on audit labels, for one rate. `positives` are labelled claims of
     the rate's kind (unsupported, or contradicted), `negatives` the rest."""
@@ -39,6 +50,15 @@ class RateFit(BaseModel):
     negatives: int = Field(ge=0)
     flagged_positives: int = Field(ge=0)
     flagged_negatives: int = Field(ge=0)
+    positive_design_effect: float = Field(default=1.0, ge=1.0)
+    """How much more the flag rate of positives varies than if its claims were independent
+    (claims of one audited answer are flagged together: `clusters.design_effect`); 1 where
+    each answer gave one label. Read by `refcheck rates`, not by the closed form."""
+    negative_design_effect: float = Field(default=1.0, ge=1.0)
+    """The same for the negatives."""
+    sweep: tuple[SweepPoint, ...] = ()
+    """Flag counts at other support thresholds, for the median sweep `refcheck rates` prints
+    (`sweep.median_sweep`); empty for the contradiction rate, which has none."""
 
     @property
     def labels(self) -> int:
@@ -62,3 +82,16 @@ def flags(rate: RateName, verdict: Verdict) -> bool:
     if rate is RateName.HALLUCINATION:
         return verdict.label is not Label.ENTAILMENT
     return verdict.label is Label.CONTRADICTION
+
+
+MIN_AUDIT_LABELS = 200
+"""The audit labels a rate is marked uncalibrated below, when a class is still missing
+(docs/rates.md: what 200 labels buy)."""
+
+
+def labels_needed(fit: RateFit | None) -> int:
+    """How many more audit labels the rate needs before it can be estimated: none once both
+    classes are labelled, else what is left to `MIN_AUDIT_LABELS` (at least 1)."""
+    if fit is not None and fit.positives and fit.negatives:
+        return 0
+    return max(MIN_AUDIT_LABELS - (fit.labels if fit is not None else 0), 1)
