@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from refcheck_callbacks.alerting import relevance_rules, share_rules
 from refcheck_callbacks.alerting.share_rules import (
-    RECORDED,
     SHARES,
     level_alert,
     share_alert,
@@ -45,6 +45,8 @@ from refcheck_callbacks.support import yaml_text
 
 __all__ = ["RECORDED", "AlertTunables", "alert_rules", "rules_yaml"]
 
+RECORDED = (*share_rules.RECORDED, *relevance_rules.RECORDED)
+"""Every recording, in the order the rule file evaluates them."""
 _CLAIMS = PROMETHEUS[CLAIMS]
 _RESPONSES = PROMETHEUS[RESPONSES]
 
@@ -170,12 +172,14 @@ def _budget_alert(budget: JudgeBudgetNearlySpent) -> dict[str, Any]:
 
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
     """The rule file's content: one group, recording rules first (alerts read them at the
-    same evaluation), then the eight alerts."""
+    same evaluation), then the nine alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
+        *relevance_rules.relevance_recording_rules(tunables),
         *(share_alert(share, tunables) for share in SHARES),
         *(level_alert(share, tunables) for share in SHARES),
+        relevance_rules.relevance_alert(tunables),
         _errors_alert(tunables.checker_errors),
         _dropped_alert(tunables.dropped_evaluations),
         _stalled_alert(tunables.stalled_checker),

@@ -128,7 +128,7 @@ def wilson_terms(z: float) -> tuple[float, float, float]:
     return z * z / 2, z * z / 4, z * z
 
 
-def _wilson(ratio: str, count: str, z: float, sign: str) -> str:
+def wilson_bound(ratio: str, count: str, z: float, sign: str) -> str:
     """The Wilson score bound of a share `ratio` of `count` claims (`-` lower, `+` upper):
     (p + z²/2n ∓ z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
     half_square, quarter_square, square = wilson_terms(z)
@@ -177,10 +177,10 @@ def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
             for w in WINDOWS
         ]
         rules += [
-            _record(share.lower_bound(w), _wilson(share.ratio(w), CHECKED[w], test.z, "-"))
+            _record(share.lower_bound(w), wilson_bound(share.ratio(w), CHECKED[w], test.z, "-"))
             for w in ("fast", "slow")
         ]
-        upper = _wilson(share.ratio("baseline"), CHECKED["baseline"], test.z, "+")
+        upper = wilson_bound(share.ratio("baseline"), CHECKED["baseline"], test.z, "+")
         rules.append(
             _record(
                 share.upper_bound,
@@ -203,7 +203,7 @@ def _condition(share: Share, window: str, effect: float, min_claims: int) -> str
     )
 
 
-def _recorded_value(name: str, missing: str = "unknown") -> str:
+def recorded_value(name: str, missing: str = "unknown") -> str:
     """An annotation template: the recorded series' value for the alert's job, as a percentage."""
     return (
         f'{{{{ with printf `{name}{{job="%s"}}` $labels.job | query }}}}'
@@ -226,15 +226,15 @@ def share_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
             "{{ $value | humanizePercentage }}",
             "description": f"{{{{ $value | humanizePercentage }}}} of the claims in "
             f"{{{{ $labels.job }}}}'s recent answers were {share.subject}, significantly "
-            f"above its own baseline of {_recorded_value(share.ratio('baseline'))} (the "
+            f"above its own baseline of {recorded_value(share.ratio('baseline'))} (the "
             f"{test.baseline_window} ending {tunables.baseline_offset} ago). Lower bounds "
-            f"(z={number(test.z)}): {_recorded_value(share.lower_bound('fast'), 'too few claims')}"
+            f"(z={number(test.z)}): {recorded_value(share.lower_bound('fast'), 'too few claims')}"
             f" over the last {test.fast_window}, "
-            f"{_recorded_value(share.lower_bound('slow'), 'too few claims')} over the last "
+            f"{recorded_value(share.lower_bound('slow'), 'too few claims')} over the last "
             f"{test.slow_window}; the baseline's upper bound is "
-            f"{_recorded_value(share.upper_bound)}. It fires when a lower bound clears that by "
-            f"{_percent(rise.fast_min_effect)} ({test.fast_window}) or "
-            f"{_percent(rise.slow_min_effect)} ({test.slow_window}).",
+            f"{recorded_value(share.upper_bound)}. It fires when a lower bound clears that by "
+            f"{percent(rise.fast_min_effect)} ({test.fast_window}) or "
+            f"{percent(rise.slow_min_effect)} ({test.slow_window}).",
             "runbook": _RUNBOOKS[share.key],
         },
     }
@@ -266,17 +266,17 @@ def level_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
             f"{{{{ $labels.job }}}}'s recent answers were {share.subject}. The service has no "
             f"baseline yet (fewer than {test.min_baseline_claims} claims in the "
             f"{test.baseline_window} ending {tunables.baseline_offset} ago), and the share is "
-            f"significantly above the absolute level of {_percent(level.level)}: lower bounds "
+            f"significantly above the absolute level of {percent(level.level)}: lower bounds "
             f"(z={number(test.z)}) "
-            f"{_recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
-            f"{test.fast_window}, {_recorded_value(share.lower_bound('slow'), 'too few claims')}"
+            f"{recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
+            f"{test.fast_window}, {recorded_value(share.lower_bound('slow'), 'too few claims')}"
             f" over the last {test.slow_window}.",
             "runbook": _NEW_SERVICE_RUNBOOK,
         },
     }
 
 
-def _percent(share: float) -> str:
+def percent(share: float) -> str:
     return f"{share * 100:g}%"
 
 

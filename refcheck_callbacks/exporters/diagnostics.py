@@ -29,16 +29,12 @@ from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.instruments import DiagnosticInstruments
 from refcheck_callbacks.types import CheckResult, ReferenceUse, Verdict
 
-RELEVANT_ABOVE = 0.5
-"""A score above this is `relevant`: the boundary of the histograms' `le="0.5"` bucket, so an
-event's label and the alert rule's count of references that are not relevant agree."""
-
 Raw = Mapping[str, AttributeValue | None]
 """Attributes before `attributes.exportable` drops the missing ones and clips strings."""
 
 
 def relevance_label(score: float) -> str:
-    return names.RELEVANT if score > RELEVANT_ABOVE else names.NOT_RELEVANT
+    return names.RELEVANT if score > names.RELEVANT_ABOVE else names.NOT_RELEVANT
 
 
 def used_ratio(result: CheckResult) -> float | None:

@@ -90,8 +90,12 @@ RELEVANCE_SUBJECT: Final = "refcheck.relevance.subject"
 """What a `relevance` event scores: `reference` (one retrieved document) or `answer`."""
 SUBJECT_REFERENCE: Final = "reference"
 SUBJECT_ANSWER: Final = "answer"
+RELEVANT_ABOVE: Final = 0.5
+"""A relevance score above this is `relevant`: the boundary of the relevance histograms'
+`le="0.5"` bucket, so an event's label and the alert rule's count of references that are not
+relevant agree."""
 RELEVANT: Final = "relevant"
-"""`gen_ai.evaluation.score.label` of a relevance score above 1/2."""
+"""`gen_ai.evaluation.score.label` of a relevance score above `RELEVANT_ABOVE`."""
 NOT_RELEVANT: Final = "not_relevant"
 NON_ANSWER_LABEL: Final = "non_answer"
 """The answer relevance event's label for a refusal or non-answer, whatever its score."""

@@ -53,7 +53,7 @@ def _increase(counts: np.ndarray, window: int, offset: int) -> np.ndarray:
 
 
 def _wilson(part: np.ndarray, checked: np.ndarray, z: float, sign: float) -> np.ndarray:
-    """The rules' Wilson bound, operation for operation (`share_rules._wilson`)."""
+    """The rules' Wilson bound, operation for operation (`share_rules.wilson_bound`)."""
     numpy: Any = require("numpy", "simulate")
     half_square, quarter_square, square = wilson_terms(z)
     with numpy.errstate(divide="ignore", invalid="ignore"):
