@@ -12,9 +12,10 @@ Relevance differs by app as much as hallucination does (a retriever that returns
 for a question one answers has a high normal share of irrelevant ones), so there is no absolute
 floor; a service has no relevance baseline, and cannot page, until its baseline window holds
 `min_baseline_references`. References of one answer share their fate (a missed retrieval makes
-all of them irrelevant), which counts do not model: the minimum effects and counts are larger
-than the claims', and `alerting.simulator.relevance` measures what they give on traffic drawn
-with that correlation.
+all of them irrelevant), so their share is noisier than a binomial of that many: the bounds
+count `references / design_effect` (2.5 by default: four references correlated at 0.5; 1 reads
+them as independent), and `alerting.simulator.relevance` measures what that gives on traffic
+drawn with such correlation.
 """
 
 from __future__ import annotations
@@ -73,11 +74,12 @@ def relevance_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
         for w in WINDOWS
     ]
     rules += [_record(RATIO[w], f"{NOT_RELEVANT[w]}\n/ {SCORED[w]}") for w in WINDOWS]
+    effective = {w: f"({SCORED[w]} / {number(drop.design_effect)})" for w in WINDOWS}
     rules += [
-        _record(LOWER_BOUND[w], wilson_bound(RATIO[w], SCORED[w], test.z, "-"))
+        _record(LOWER_BOUND[w], wilson_bound(RATIO[w], effective[w], test.z, "-"))
         for w in ("fast", "slow")
     ]
-    upper = wilson_bound(RATIO["baseline"], SCORED["baseline"], test.z, "+")
+    upper = wilson_bound(RATIO["baseline"], effective["baseline"], test.z, "+")
     rules.append(
         _record(
             UPPER_BOUND,

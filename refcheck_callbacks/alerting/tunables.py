@@ -150,15 +150,24 @@ class HallucinationLevel(ShareLevel):
 class RelevanceDrop(_Tunables):
     """Retrieved references' relevance significantly below the service's own baseline: the
     share of references that are not relevant (relevance at most 1/2), compared as the share
-    alerts compare claims (`share_test`'s windows and z, Wilson bounds on counts), with minimum
-    counts of references and effects of its own. A stale index, a new embedding model or a
+    alerts compare claims (`share_test`'s windows and z, Wilson bounds on counts, here on the
+    effective count of references: see `design_effect`), with minimum counts of references and
+    effects of its own. A stale index, a new embedding model or a
     filter bug shows here before it shows as unsupported claims."""
 
     fast_min_effect: Share = Field(
         0.10, description="how far the fast window's lower bound must clear the baseline's"
     )
     slow_min_effect: Share = Field(
-        0.03, description="how far the slow window's lower bound must clear the baseline's"
+        0.02, description="how far the slow window's lower bound must clear the baseline's"
+    )
+    design_effect: float = Field(
+        2.5,
+        ge=1.0,
+        description="how much noisier the share of references is than if each were drawn "
+        "alone, since references of one answer share their fate: 1 + (references per answer - "
+        "1) x their correlation (2.5: four references correlated at 0.5); the bounds count "
+        "references / design_effect",
     )
     fast_min_references: int = Field(
         100, ge=1, description="references with a relevance score in the fast window"

@@ -133,7 +133,10 @@ def test_the_relevance_drop_counts_references_at_most_one_half_with_its_own_mini
     )
     scored = str(rules[relevance_rules.SCORED["baseline"]]["expr"])
     assert scored.endswith("refcheck_reference_relevance_count[1d] offset 1h2m))")
-    assert "- 2.0 * sqrt(" in str(rules[relevance_rules.LOWER_BOUND["fast"]]["expr"])
+    lower = str(rules[relevance_rules.LOWER_BOUND["fast"]]["expr"])
+    assert "- 2.0 * sqrt(" in lower
+    # Four references of one answer count as 1.6 independent ones (design effect 2.5).
+    assert "/ (job:refcheck_references_scored:increase_fast / 2.5)" in lower
     upper = str(rules[relevance_rules.UPPER_BOUND]["expr"])
     assert upper.endswith("job:refcheck_references_scored:increase_baseline >= 3000")
     fast, slow = str(rules[relevance_rules.ALERT]["expr"]).split("\nor\n")

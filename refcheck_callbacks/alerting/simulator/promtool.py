@@ -180,11 +180,17 @@ def first_firing(firing: dict[str, np.ndarray], clean_minutes: int) -> tuple[int
     return None
 
 
-def promtool_group(name: str, series: Series, queries: Sequence[Query]) -> dict[str, Any]:
+Inputs = Callable[[str, "np.ndarray"], list[dict[str, str]]]
+"""What a series' counts are as promtool input series (`input_series`: the claims counter)."""
+
+
+def promtool_group(
+    name: str, series: Series, queries: Sequence[Query], inputs: Inputs = input_series
+) -> dict[str, Any]:
     return {
         "name": name,
         "interval": "1m",
-        "input_series": input_series(series.job, series.counts),
+        "input_series": inputs(series.job, series.counts),
         "promql_expr_test": [
             {
                 "expr": query.expr,
@@ -256,6 +262,7 @@ def observe(
     alerts: Sequence[str],
     workers: int = 1,
     chunk_minutes: int = CHUNK_MINUTES,
+    inputs: Inputs = input_series,
 ) -> list[Observed]:
     """Run each named series through promtool with `rules`; what fired, per series.
 
@@ -270,7 +277,7 @@ def observe(
         for _, series in named
     ]
     groups = [
-        promtool_group(name, series, queries)
+        promtool_group(name, series, queries, inputs)
         for (name, series), queries in zip(named, plans, strict=True)
     ]
     output = run_groups(rules, groups, workers)
