@@ -25,6 +25,7 @@ from refcheck_callbacks.alerting.simulator.relevance import (
 )
 from refcheck_callbacks.alerting.simulator.replay import onsets
 from refcheck_callbacks.cli.alert_rules import parse_settings
+from refcheck_callbacks.cli.main import main
 
 TYPICAL = SCENARIOS[1]
 # Loose on purpose: references read as independent, a low z, small minimums: pages on clean
@@ -100,3 +101,16 @@ def test_references_read_as_independent_page_on_correlated_clean_traffic() -> No
     settings = RelevanceSettings(volumes=(25.0,), days=5, seeds=4, promtool_days=0)
     [cell] = simulate_relevance([TYPICAL], settings, naive)
     assert cell.replay_pages_per_30_days > 0
+
+
+def test_the_command_prints_the_relevance_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["alert-rules", "--simulate-relevance", "--volume", "25", "--days", "1"]
+    args += ["--seeds", "2", "--promtool-days", "0", "--json", str(tmp_path / "f.json")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| relevance rates |") and out.count("| 25 | 100 |") == len(SCENARIOS)
+    assert (tmp_path / "f.json").is_file()
+    assert main([*args, "--shift", "0"]) == 2
+    assert "--shift" in capsys.readouterr().err
