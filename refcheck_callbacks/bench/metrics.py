@@ -163,3 +163,26 @@ def histogram(values: Sequence[float], bins: int = 20) -> list[int]:
     for value in values:
         counts[min(bins - 1, max(0, int(value * bins)))] += 1
     return counts
+
+
+def mean_average_precision(
+    groups: Sequence[str], relevant: Sequence[bool], scores: Sequence[float]
+) -> float | None:
+    """Answer selection's MAP: per question, the mean precision at each relevant passage's
+    rank (ties broken against the relevant ones), averaged over the questions that have both
+    a relevant and an irrelevant passage (WikiQA's and TREC QA's usual filter)."""
+    by_group: dict[str, list[tuple[float, bool]]] = {}
+    for group, label, score in zip(groups, relevant, scores, strict=True):
+        by_group.setdefault(group, []).append((score, label))
+    precisions = []
+    for rows in by_group.values():
+        if all(label for _, label in rows) or not any(label for _, label in rows):
+            continue
+        rows.sort(key=lambda row: (-row[0], row[1]))
+        hits, total = 0, 0.0
+        for rank, (_, label) in enumerate(rows, start=1):
+            if label:
+                hits += 1
+                total += hits / rank
+        precisions.append(total / hits)
+    return sum(precisions) / len(precisions) if precisions else None

@@ -1,5 +1,5 @@
 """One batch of requests through redact -> prepare -> extract -> check -> conflict -> calibrate ->
-aggregate.
+diagnose -> aggregate.
 
 Pure async code with no queue: the monitor's worker drives it. Failures stay with the request
 that caused them: a stage that raises or overruns its deadline on a batch is tried again one
@@ -10,6 +10,9 @@ and nothing of it is checked, sent to a judge or exported.
 Text preparation (`extract.prepare`) blanks citation markers and markdown before extraction
 and tidies each claim after it; the conflict stage (`check.conflict`) then gives the labels
 one meaning whatever the checker: a Contradiction names a conflicting reference statement.
+Diagnostics (`check.diagnose`, docs/diagnostics.md) then score each reference's relevance,
+mark what the answer used and give each unsupported claim a cause; a failure there costs the
+result its diagnostics only, never its verdicts.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import TypeVar
 from refcheck_callbacks.check.calibration.file import Calibration, identity_of
 from refcheck_callbacks.check.calibration.points import relabel
 from refcheck_callbacks.check.conflict.stage import settle
+from refcheck_callbacks.check.diagnose.stage import Diagnosis, Diagnostics
 from refcheck_callbacks.contract.components import Checker, ConflictFinder, Extraction, Extractor
 from refcheck_callbacks.contract.registry import ConflictSource, conflict_finder
 from refcheck_callbacks.engine import aggregate
@@ -31,6 +35,7 @@ from refcheck_callbacks.engine.stage import StageCall, StageFailure, run_stage
 from refcheck_callbacks.errors import CheckError, ExtractionError, StageOutputError
 from refcheck_callbacks.extract.base import first_claims
 from refcheck_callbacks.extract.prepare import for_extraction, prepared_claims
+from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.text.markup import Markup, markup
 from refcheck_callbacks.types import (
     CheckItem,
@@ -65,6 +70,7 @@ class _Job:
     usage: Usage | None = None
     markup: Markup | None = None
     """The answer's formatting, once its claims are to be extracted here."""
+    diagnosis: Diagnosis | None = None
 
     def for_extraction(self) -> CheckRequest:
         """The request as the extractor reads it: formatting blanked (`extract.prepare`)."""
@@ -125,6 +131,33 @@ def checker_placement(checker: Checker | None, runs_in: Placement) -> Placement:
     return placement if isinstance(placement, Placement) else runs_in
 
 
+def _diagnostics(setting: Diagnostics | bool | None) -> Diagnostics | None:
+    """The pipeline's diagnostics: the default's (True) when its extra is installed."""
+    if setting is True:
+        from refcheck_callbacks.check.embedded.checker import NEEDS
+        from refcheck_callbacks.errors import MissingExtraError
+        from refcheck_callbacks.support.extras import require_installed
+
+        try:
+            require_installed(NEEDS, "embedded", "retrieval diagnostics")
+        except MissingExtraError as missing:
+            logger.info("no retrieval diagnostics: %s", missing)
+            return None
+        return Diagnostics()
+    return setting or None
+
+
+def _diagnosed(diagnosis: Diagnosis | None) -> dict[str, object]:
+    """A result's diagnostic fields (none when diagnostics did not run)."""
+    if diagnosis is None:
+        return {}
+    return {
+        "references_used": diagnosis.references,
+        "answer_relevance": diagnosis.answer_relevance,
+        "non_answer": diagnosis.non_answer,
+    }
+
+
 class Pipeline:
     """The stages in order. `runs_in` is where this pipeline itself runs (the monitor's thread,
     or a child process), recorded on every result unless the checker runs elsewhere. `checker`
@@ -141,6 +174,7 @@ class Pipeline:
         max_claims: int | None = None,
         conflict: ConflictSource = DEFAULT_CONFLICT,
         calibration: Calibration | None = None,
+        diagnostics: Diagnostics | bool | None = True,
     ) -> None:
         self.extractor = extractor
         self.checker = checker
@@ -156,6 +190,8 @@ class Pipeline:
         self.max_claims = max_claims
         """Extracted claims checked per request (issue 19: `InputLimits.max_claims`)."""
         self.placement = checker_placement(checker, runs_in)
+        self.diagnostics = _diagnostics(diagnostics)
+        """Retrieval diagnostics (`check.diagnose`); None runs none."""
 
     async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
         """The extract stage alone (`refcheck extract`): one extraction per request, in order,
@@ -188,6 +224,7 @@ class Pipeline:
         await self._check(self.checker, [j for j in jobs if j.open])
         await self._settle(self.checker, [j for j in jobs if j.open])
         self._calibrate([j for j in jobs if j.open])
+        self._diagnose([j for j in jobs if j.open or j.outcome is Outcome.ABSTAIN])
         return [self._result(job, started, self.checker.name) for job in jobs]
 
     def _redact(self, jobs: list[_Job]) -> None:
@@ -285,6 +322,20 @@ class Pipeline:
         for job in jobs:
             job.verdicts = [relabel(verdict, points, own) for verdict in job.verdicts]
 
+    def _diagnose(self, jobs: list[_Job]) -> None:
+        """Diagnostics per request (pure arithmetic on what checking found: no stage)."""
+        if self.diagnostics is None:
+            return
+        for job in jobs:
+            job.stage_started["diagnose"] = time.time()
+            t0 = time.perf_counter()
+            try:
+                job.diagnosis = self.diagnostics.diagnose(job.request, job.claims, job.verdicts)
+                job.verdicts = job.diagnosis.verdicts
+            except Exception:  # diagnostics must never cost a request its verdicts
+                logger.warning("retrieval diagnostics failed on a request", exc_info=True)
+            job.timings["diagnose"] = time.perf_counter() - t0
+
     async def _stage(
         self,
         stage: str,
@@ -347,4 +398,5 @@ class Pipeline:
             checker=checker,
             placement=self.placement,
             usage=job.usage,
+            **_diagnosed(job.diagnosis),
         )

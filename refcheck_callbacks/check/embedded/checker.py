@@ -126,8 +126,14 @@ class EmbeddedChecker(SyncChecker):
         else:
             tokenizer = _copy_tokenizer(self._encoder)
         threadpoolctl = require("threadpoolctl", "embedded")
+        if self._model_path is None and self._encoder is None:
+            from refcheck_callbacks.check.relevance.scorer import shipped_static
+
+            static = shipped_static()  # the one copy diagnostics also read
+        else:
+            static = StaticEmbeddings.from_arrays(arrays, tokenizer)
         return _Runtime(
-            StaticEmbeddings.from_arrays(arrays, tokenizer),
+            static,
             model,
             features,
             threadpoolctl.ThreadpoolController(),

@@ -1,0 +1,186 @@
+"""What the relevance head sees of a (query, passage) pair: meaning, shared words, answer type.
+
+- meaning: the static MiniLM cosine (`check.embedded.static_embeddings`) of the query to the
+  whole passage and to its closest segment, and how well the query's tokens align with some
+  passage token (a static BERTScore recall);
+- shared words: the SIF-weighted share of the query's tokens the passage holds (rare words
+  weigh more: an IDF-weighted overlap), its content words and bigrams;
+- answer type (`answer_types`): the kind of answer the question asks for, and whether the
+  passage holds one it does not already state;
+- shape: the passage's and the query's length, and the share of the passage's content words
+  the query lacks (an answer adds something to its question).
+
+Passages are prepared once (`prepare_passages`) and scored against several queries (the
+question, each claim, the answer). Imports numpy: loaded only when diagnostics first run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refcheck_callbacks.check.embedded.static_embeddings import StaticEmbeddings
+from refcheck_callbacks.check.relevance.answer_types import (
+    ANSWER_TYPES,
+    AnswerType,
+    defines,
+    expected_type,
+    type_present,
+)
+from refcheck_callbacks.check.segments import segment_text
+from refcheck_callbacks.text.lexical import content_tokens, ngrams, tokens
+
+SEGMENT_WORDS = 48
+"""A long reference is also judged by its closest piece of about two sentences."""
+MAX_PASSAGE_CHARS = 20_000
+"""Relevance reads at most this much of a reference: the rest rarely changes the verdict, and
+the cost stays bounded whatever a retriever returns."""
+
+LEAD_CHARS = 60
+"""The opening of a passage, where its subject is named."""
+
+BASE_NAMES: tuple[str, ...] = (
+    "cosine",
+    "cosine_best_segment",
+    "align",
+    "idf_overlap",
+    "content_overlap",
+    "bigram_overlap",
+    "novel_share",
+    "log_passage_words",
+    "log_query_words",
+    "type_present",
+    "defines",
+    "leads_with_query_words",
+    *(f"type_{kind.value}" for kind in ANSWER_TYPES),
+    *(f"present_{kind.value}" for kind in ANSWER_TYPES),
+    "cosine_x_idf_overlap",
+)
+IN_CONTEXT = ("cosine", "cosine_best_segment", "align", "idf_overlap", "content_overlap")
+"""Signals also given against the best of the other passages retrieved with this one: the
+question's own difficulty cancels out, and "closest of what was retrieved" is what ranks."""
+FEATURE_NAMES: tuple[str, ...] = (*BASE_NAMES, *(f"{name}_below_best" for name in IN_CONTEXT))
+_CONTEXT_COLUMNS = [BASE_NAMES.index(name) for name in IN_CONTEXT]
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One passage, tokenised and embedded once for every query it is scored against."""
+
+    text: str
+    ids: Any
+    vector: Any
+    segment_vectors: Any
+    token_vectors: Any
+    words: frozenset[str]
+    content: frozenset[str]
+    bigrams: frozenset[tuple[str, ...]]
+    word_count: int
+
+
+def prepare_passages(texts: Sequence[str], static: StaticEmbeddings) -> list[Passage]:
+    """Each text tokenised, embedded whole and by segment."""
+    clipped = [text[:MAX_PASSAGE_CHARS] for text in texts]
+    pieces = [
+        [s.text for s in segment_text(text, max_tokens=SEGMENT_WORDS, overlap_tokens=0)]
+        for text in clipped
+    ]
+    ids = static.token_ids(clipped)
+    vectors = static.embed(ids)
+    out = []
+    for text, text_ids, vector, parts in zip(clipped, ids, vectors, pieces, strict=True):
+        words = tokens(text)
+        segment_vectors = (
+            static.embed(static.token_ids(parts)) if len(parts) > 1 else vector[None, :]
+        )
+        out.append(
+            Passage(
+                text=text,
+                ids=np.unique(text_ids),
+                vector=vector,
+                segment_vectors=segment_vectors,
+                token_vectors=static.exact_vectors(np.unique(text_ids)),
+                words=frozenset(words),
+                content=frozenset(content_tokens(text)),
+                bigrams=frozenset(ngrams(words, 2)),
+                word_count=len(words),
+            )
+        )
+    return out
+
+
+def _share(wanted: set[Any] | frozenset[Any], available: frozenset[Any]) -> float:
+    return len(wanted & available) / len(wanted) if wanted else 0.0
+
+
+def in_context(base: Any) -> Any:
+    """`base` rows (one query against the passages retrieved together) with each `IN_CONTEXT`
+    signal's distance below the best passage's appended: the full `FEATURE_NAMES` rows."""
+    if len(base) == 0:
+        return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
+    chosen = base[:, _CONTEXT_COLUMNS]
+    return np.concatenate([base, chosen - chosen.max(axis=0)], axis=1).astype(np.float32)
+
+
+def query_features(query: str, passages: Sequence[Passage], static: StaticEmbeddings) -> Any:
+    """A (len(passages), len(FEATURE_NAMES)) float32 array for `query` against each passage."""
+    return in_context(base_features(query, passages, static))
+
+
+def base_features(query: str, passages: Sequence[Passage], static: StaticEmbeddings) -> Any:
+    """A (len(passages), len(BASE_NAMES)) float32 array: each passage on its own."""
+    out: Any = np.zeros((len(passages), len(BASE_NAMES)), dtype=np.float32)
+    if not passages:
+        return out
+    query_ids = static.token_ids([query])[0]
+    vector = static.embed([query_ids])[0]
+    distinct = np.unique(query_ids)
+    weights = static.weights[distinct].astype(np.float64)
+    total = max(float(weights.sum()), 1e-9)
+    query_vectors = static.exact_vectors(distinct)
+    words = tokens(query)
+    content, bigrams = set(content_tokens(query)), ngrams(words, 2)
+    kind = expected_type(query)
+    kinds = [float(kind is k) for k in ANSWER_TYPES]
+    for row, passage in enumerate(passages):
+        cosine = float(passage.vector @ vector)
+        if len(distinct) and len(passage.ids):
+            best = (query_vectors @ passage.token_vectors.T).max(axis=1)
+            align = float(best @ weights) / total
+            held = np.isin(distinct, passage.ids)
+            idf = float(weights[held].sum()) / total
+        else:
+            align = idf = 0.0
+        present = type_present(kind, query, passage.text)
+        out[row] = [
+            cosine,
+            float((passage.segment_vectors @ vector).max()),
+            align,
+            idf,
+            _share(content, passage.content),
+            _share(bigrams, passage.bigrams),
+            1.0 - _share(set(passage.content), frozenset(content)) if passage.content else 0.0,
+            math.log1p(passage.word_count),
+            math.log1p(len(words)),
+            present,
+            defines(passage.text),
+            _share(content, frozenset(content_tokens(passage.text[:LEAD_CHARS]))),
+            *kinds,
+            *(present * k for k in kinds),
+            cosine * idf,
+        ]
+    return out
+
+
+__all__ = [
+    "BASE_NAMES",
+    "FEATURE_NAMES",
+    "AnswerType",
+    "Passage",
+    "prepare_passages",
+    "query_features",
+]

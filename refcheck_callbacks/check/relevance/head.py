@@ -1,0 +1,61 @@
+"""The relevance head: standardised features, a tiny MLP (or a logistic regression: no hidden
+layer), a sigmoid. Its parameters are a few KB of JSON (`head.json`) written by
+`refcheck_callbacks.training.relevance_training`; inference is numpy only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HEAD_PATH = Path(__file__).with_name("head.json")
+
+
+@dataclass(frozen=True)
+class RelevanceHead:
+    feature_names: tuple[str, ...]
+    mean: Any
+    scale: Any
+    weights: list[Any]
+    biases: list[Any]
+    threshold: float
+    """The relevance from which a passage counts as relevant (the cause rule's cut), chosen
+    on the training data for balanced accuracy."""
+
+    def probability(self, features: Any) -> Any:
+        hidden = (np.asarray(features, dtype=np.float64) - self.mean) / self.scale
+        for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
+            hidden = hidden @ weight + bias
+            if index < len(self.weights) - 1:
+                hidden = np.maximum(hidden, 0.0)
+        return 1.0 / (1.0 + np.exp(-np.clip(hidden[:, 0], -40.0, 40.0)))
+
+    def to_json(self, **metadata: Any) -> dict[str, Any]:
+        return {
+            "feature_names": list(self.feature_names),
+            "mean": np.round(self.mean, 6).tolist(),
+            "scale": np.round(self.scale, 6).tolist(),
+            "weights": [np.round(w, 6).tolist() for w in self.weights],
+            "biases": [np.round(b, 6).tolist() for b in self.biases],
+            "threshold": round(float(self.threshold), 6),
+            **metadata,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RelevanceHead:
+        return cls(
+            feature_names=tuple(data["feature_names"]),
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+            weights=[np.asarray(w, dtype=np.float64) for w in data["weights"]],
+            biases=[np.asarray(b, dtype=np.float64) for b in data["biases"]],
+            threshold=float(data["threshold"]),
+        )
+
+
+def load_head(path: Path = HEAD_PATH) -> RelevanceHead:
+    return RelevanceHead.from_json(json.loads(path.read_text(encoding="utf-8")))

@@ -1,0 +1,72 @@
+"""Relevance scores in [0, 1] from the shipped head over `features.FEATURE_NAMES`.
+
+The static token table is the embedded checker's own (`shipped_static`, loaded once per
+process and shared), so diagnostics add no model and no torch to the default pipeline.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from refcheck_callbacks.check.relevance import features
+from refcheck_callbacks.check.relevance.head import HEAD_PATH, RelevanceHead, load_head
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_static() -> Any:
+    """The embedded checker's shipped static MiniLM table with the bundled tokenizer."""
+    from refcheck_callbacks.check.embedded import model as embedded_model
+    from refcheck_callbacks.check.embedded.static_embeddings import (
+        StaticEmbeddings,
+        load_tokenizer,
+    )
+    from refcheck_callbacks.embeddings.minilm import bundled_minilm_path
+
+    _, arrays = embedded_model.load_model()
+    return StaticEmbeddings.from_arrays(arrays, load_tokenizer(bundled_minilm_path()))
+
+
+class EmbeddedRelevance:
+    """Scores passages against a query with the learned head (numpy only, thread-safe)."""
+
+    name = "embedded"
+
+    def __init__(self, head_path: Path = HEAD_PATH, static: Any = None) -> None:
+        self._head_path = head_path
+        self._static = static
+        self._head: RelevanceHead | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> tuple[RelevanceHead, Any]:
+        with self._lock:
+            if self._head is None:
+                self._head = load_head(self._head_path)
+                if self._head.feature_names != features.FEATURE_NAMES:
+                    raise ValueError(
+                        "the relevance head was trained on other features than this version "
+                        "computes; retrain it (python -m refcheck_callbacks.training."
+                        "relevance_training)"
+                    )
+            if self._static is None:
+                self._static = shipped_static()
+            return self._head, self._static
+
+    @property
+    def threshold(self) -> float:
+        return self._load()[0].threshold
+
+    def prepare(self, texts: Sequence[str]) -> list[features.Passage]:
+        """Passages prepared once for several `score` calls."""
+        return features.prepare_passages(texts, self._load()[1])
+
+    def score(self, query: str, passages: Sequence[features.Passage]) -> list[float]:
+        """The relevance of each passage to `query`."""
+        if not passages:
+            return []
+        head, static = self._load()
+        rows = features.query_features(query, passages, static)
+        return [float(p) for p in head.probability(rows)]

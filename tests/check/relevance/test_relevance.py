@@ -1,0 +1,66 @@
+"""The shipped relevance head: answer-bearing passages score above topical ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from refcheck_callbacks.bench.metrics import mean_average_precision
+from refcheck_callbacks.check.relevance.answer_types import AnswerType, expected_type
+from refcheck_callbacks.check.relevance.scorer import EmbeddedRelevance
+
+
+@pytest.fixture(scope="module")
+def relevance() -> EmbeddedRelevance:
+    return EmbeddedRelevance()
+
+
+def test_an_answer_bearing_passage_outranks_topical_ones(relevance: EmbeddedRelevance) -> None:
+    passages = relevance.prepare(
+        [
+            "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris.",
+            "Construction of the Eiffel Tower was completed in March 1889.",
+            "Millions of tourists visit the tower every year and climb its stairs.",
+        ]
+    )
+    scores = relevance.score("When was the Eiffel Tower completed?", passages)
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    assert scores.index(max(scores)) == 1
+
+
+def test_an_unrelated_passage_is_not_relevant(relevance: EmbeddedRelevance) -> None:
+    passages = relevance.prepare(
+        [
+            "Photosynthesis converts light energy into chemical energy in plants.",
+            "Marie Curie was a physicist who won two Nobel Prizes.",
+        ]
+    )
+    unrelated, answer = relevance.score("Who won two Nobel Prizes?", passages)
+    assert unrelated < relevance.threshold <= answer
+
+
+def test_no_passage_gives_no_score(relevance: EmbeddedRelevance) -> None:
+    assert relevance.score("Who?", relevance.prepare([])) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When did the war end?", AnswerType.DATE),
+        ("what year was the bridge built", AnswerType.DATE),
+        ("How many moons does Mars have?", AnswerType.NUMBER),
+        ("Who wrote Hamlet?", AnswerType.PERSON),
+        ("Where is the Taj Mahal?", AnswerType.PLACE),
+        ("What is a glacier?", AnswerType.DEFINITION),
+        ("Name the largest ocean.", AnswerType.OTHER),
+    ],
+)
+def test_the_expected_answer_type_follows_the_wh_word(question: str, kind: AnswerType) -> None:
+    assert expected_type(question) is kind
+
+
+def test_mean_average_precision_ranks_within_each_question() -> None:
+    groups = ["a", "a", "a", "b", "b", "c"]
+    relevant = [False, True, False, True, False, True]
+    scores = [0.9, 0.5, 0.1, 0.8, 0.2, 0.3]
+    # a: the relevant passage is second (1/2); b: first (1); c has no negative: left out.
+    assert mean_average_precision(groups, relevant, scores) == pytest.approx(0.75)
