@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from refcheck_callbacks.alerting import relevance_rules
 from refcheck_callbacks.alerting.estimate_rules import ESTIMATE_RECORDED, estimate_recording_rules
 from refcheck_callbacks.alerting.share_rules import (
     RECORDED as SHARE_RECORDED,
@@ -48,7 +49,7 @@ from refcheck_callbacks.support import yaml_text
 
 __all__ = ["RECORDED", "AlertTunables", "alert_rules", "rules_yaml"]
 
-RECORDED = (*SHARE_RECORDED, *ESTIMATE_RECORDED)
+RECORDED = (*SHARE_RECORDED, *ESTIMATE_RECORDED, *relevance_rules.RECORDED)
 """Every recording, in the order the rule file evaluates them."""
 
 _CLAIMS = PROMETHEUS[CLAIMS]
@@ -175,14 +176,17 @@ def _budget_alert(budget: JudgeBudgetNearlySpent) -> dict[str, Any]:
 
 
 def alert_rules(tunables: AlertTunables | None = None) -> dict[str, Any]:
-    """The rule file's content: one group, recording rules first (the share tests', then the
-    adjusted rates'; alerts read them at the same evaluation), then the eight alerts."""
+    """The rule file's content: one group, recording rules first (the share tests', the
+    adjusted rates', the references' relevance; alerts read them at the same evaluation), then
+    the nine alerts."""
     tunables = tunables or AlertTunables()
     rules = [
         *share_recording_rules(tunables),
         *estimate_recording_rules(tunables),
+        *relevance_rules.relevance_recording_rules(tunables),
         *(share_alert(share, tunables) for share in SHARES),
         *(level_alert(share, tunables) for share in SHARES),
+        relevance_rules.relevance_alert(tunables),
         _errors_alert(tunables.checker_errors),
         _dropped_alert(tunables.dropped_evaluations),
         _stalled_alert(tunables.stalled_checker),

@@ -130,7 +130,7 @@ def wilson_terms(z: float) -> tuple[float, float, float]:
     return z * z / 2, z * z / 4, z * z
 
 
-def _wilson(ratio: str, count: str, z: float, sign: str) -> str:
+def wilson_bound(ratio: str, count: str, z: float, sign: str) -> str:
     """The Wilson score bound of a share `ratio` of `count` claims (`-` lower, `+` upper):
     (p + z²/2n ∓ z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
     half_square, quarter_square, square = wilson_terms(z)
@@ -171,10 +171,10 @@ def share_recording_rules(tunables: AlertTunables) -> list[dict[str, Any]]:
             for w in WINDOWS
         ]
         rules += [
-            record(share.lower_bound(w), _wilson(share.ratio(w), CHECKED[w], test.z, "-"))
+            record(share.lower_bound(w), wilson_bound(share.ratio(w), CHECKED[w], test.z, "-"))
             for w in ("fast", "slow")
         ]
-        upper = _wilson(share.ratio("baseline"), CHECKED["baseline"], test.z, "+")
+        upper = wilson_bound(share.ratio("baseline"), CHECKED["baseline"], test.z, "+")
         rules.append(
             record(
                 share.upper_bound,
@@ -193,7 +193,7 @@ def _condition(share: Share, window: str, effect: float, min_claims: int) -> str
     )
 
 
-def _recorded_value(name: str, missing: str = "unknown") -> str:
+def recorded_value(name: str, missing: str = "unknown") -> str:
     """An annotation template: the recorded series' value for the alert's job, as a percentage."""
     return (
         f'{{{{ with printf `{name}{{job="%s"}}` $labels.job | query }}}}'
@@ -216,15 +216,15 @@ def share_alert(share: Share, tunables: AlertTunables) -> dict[str, Any]:
             "{{ $value | humanizePercentage }}",
             "description": f"{{{{ $value | humanizePercentage }}}} of the claims in "
             f"{{{{ $labels.job }}}}'s recent answers were {share.subject}, significantly "
-            f"above its own baseline of {_recorded_value(share.ratio('baseline'))} (the "
+            f"above its own baseline of {recorded_value(share.ratio('baseline'))} (the "
             f"{test.baseline_window} ending {tunables.baseline_offset} ago). Lower bounds "
-            f"(z={number(test.z)}): {_recorded_value(share.lower_bound('fast'), 'too few claims')}"
+            f"(z={number(test.z)}): {recorded_value(share.lower_bound('fast'), 'too few claims')}"
             f" over the last {test.fast_window}, "
-            f"{_recorded_value(share.lower_bound('slow'), 'too few claims')} over the last "
+            f"{recorded_value(share.lower_bound('slow'), 'too few claims')} over the last "
             f"{test.slow_window}; the baseline's upper bound is "
-            f"{_recorded_value(share.upper_bound)}. It fires when a lower bound clears that by "
-            f"{_percent(rise.fast_min_effect)} ({test.fast_window}) or "
-            f"{_percent(rise.slow_min_effect)} ({test.slow_window}).",
+            f"{recorded_value(share.upper_bound)}. It fires when a lower bound clears that by "
+            f"{percent(rise.fast_min_effect)} ({test.fast_window}) or "
+            f"{percent(rise.slow_min_effect)} ({test.slow_window}).",
             "runbook": _RUNBOOKS[share.key],
         },
     }
@@ -310,18 +310,18 @@ def _level_description(share: Share, tunables: AlertTunables, level: ShareLevel)
     return (
         f"{{{{ with printf `{query}` $labels.job | query }}}}"
         f"{opening}, as the adjusted rate estimates it from the calibration's audit labels. "
-        f"{onboarding} {_percent(level.adjusted_level)}: the lower bound of its interval "
+        f"{onboarding} {percent(level.adjusted_level)}: the lower bound of its interval "
         f"(z={number(test.z)}) is {{{{ . | first | value | humanizePercentage }}}} over the last "
         f"{test.slow_window}."
-        f"{{{{ else }}}}{opening}. {onboarding} {_percent(level.level)}: lower bounds "
+        f"{{{{ else }}}}{opening}. {onboarding} {percent(level.level)}: lower bounds "
         f"(z={number(test.z)}) "
-        f"{_recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
-        f"{test.fast_window}, {_recorded_value(share.lower_bound('slow'), 'too few claims')}"
+        f"{recorded_value(share.lower_bound('fast'), 'too few claims')} over the last "
+        f"{test.fast_window}, {recorded_value(share.lower_bound('slow'), 'too few claims')}"
         f" over the last {test.slow_window}.{{{{ end }}}}"
     )
 
 
-def _percent(share: float) -> str:
+def percent(share: float) -> str:
     return f"{share * 100:g}%"
 
 

@@ -176,6 +176,44 @@ class Estimate(_Tunables):
     )
 
 
+class RelevanceDrop(_Tunables):
+    """Retrieved references' relevance significantly below the service's own baseline: the
+    share of references that are not relevant (relevance at most 1/2), compared as the share
+    alerts compare claims (`share_test`'s windows and z, Wilson bounds on counts, here on the
+    effective count of references: see `design_effect`), with minimum counts of references and
+    effects of its own. A stale index, a new embedding model or a
+    filter bug shows here before it shows as unsupported claims."""
+
+    fast_min_effect: Share = Field(
+        0.10, description="how far the fast window's lower bound must clear the baseline's"
+    )
+    slow_min_effect: Share = Field(
+        0.02, description="how far the slow window's lower bound must clear the baseline's"
+    )
+    design_effect: float = Field(
+        2.5,
+        ge=1.0,
+        description="how much noisier the share of references is than if each were drawn "
+        "alone, since references of one answer share their fate: 1 + (references per answer - "
+        "1) x their correlation (2.5: four references correlated at 0.5); the bounds count "
+        "references / design_effect",
+    )
+    fast_min_references: int = Field(
+        100, ge=1, description="references with a relevance score in the fast window"
+    )
+    slow_min_references: int = Field(
+        600, ge=1, description="references with a relevance score in the slow window"
+    )
+    min_baseline_references: int = Field(
+        3000,
+        ge=1,
+        description="references in the baseline window before the service has a relevance "
+        "baseline (until then the alert cannot fire)",
+    )
+    pending_for: Duration = _pending_for("2m")
+    severity: str = _severity("page")
+
+
 class CheckerErrors(_Tunables):
     """Answers whose check failed or timed out, or claims that got no verdict."""
 
@@ -223,6 +261,7 @@ class AlertTunables(_Tunables):
     contradiction_level: ContradictionLevel = ContradictionLevel()
     hallucination_level: HallucinationLevel = HallucinationLevel()
     estimate: Estimate = Estimate()
+    relevance_drop: RelevanceDrop = RelevanceDrop()
     checker_errors: CheckerErrors = CheckerErrors()
     dropped_evaluations: DroppedEvaluations = DroppedEvaluations()
     stalled_checker: StalledChecker = StalledChecker()
@@ -234,7 +273,7 @@ class AlertTunables(_Tunables):
         compared with until the slow window's alert has had its `for` time to fire."""
         pending = max(
             duration_seconds(rise.pending_for)
-            for rise in (self.contradiction_rise, self.hallucination_rise)
+            for rise in (self.contradiction_rise, self.hallucination_rise, self.relevance_drop)
         )
         return format_duration(duration_seconds(self.share_test.slow_window) + pending)
 

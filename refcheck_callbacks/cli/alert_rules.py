@@ -69,6 +69,13 @@ def _add_simulation_options(parser: argparse.ArgumentParser) -> None:
         "traffic and the time to detect a shift, per set and volume",
     )  # fmt: skip
     simulation.add_argument(
+        "--simulate-relevance", action="store_true",
+        help="simulate RefCheckRelevanceDrop instead: services whose references are scored as "
+        "three relevance models would (sharp, typical, flat), four references an answer "
+        "correlated at 0.5 (0.3 for sharp), then --shift of the answers from a retrieval that "
+        "missed; --volume is then answers a minute (default 1, 5 and 25)",
+    )  # fmt: skip
+    simulation.add_argument(
         "--volume", type=float, action="append", metavar="CLAIMS_PER_MINUTE",
         help="a service's volume, repeatable (default: 5, 20 and 100 claims a minute)",
     )  # fmt: skip
@@ -138,6 +145,8 @@ def parse_settings(settings: Sequence[str]) -> AlertTunables:
 def run(args: argparse.Namespace) -> int:
     try:
         tunables = parse_settings(args.settings)
+        if args.simulate_relevance:
+            return _simulate_relevance(args, tunables)
         if args.simulate is not None:
             return _simulate(args, tunables)
         if args.promtool_tests is not None:
@@ -166,16 +175,43 @@ def _write(path: Path, text: str) -> None:
     print(f"refcheck: wrote {path}", file=sys.stderr)
 
 
-def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
-    from refcheck_callbacks.alerting.simulator.report import Settings, markdown, simulate
-    from refcheck_callbacks.alerting.simulator.traffic import rates_from_bench
-
+def _check_simulation(args: argparse.Namespace) -> None:
     if args.days < 1 or args.seeds < 1 or args.workers < 1 or args.promtool_days < 0:
         raise ValueError("--days, --seeds and --workers must be at least 1, --promtool-days >= 0")
     if not 0.0 < args.shift <= 1.0 or any(v <= 0 for v in args.volume or ()):
         raise ValueError("--shift must be in (0, 1] and every --volume positive")
     if args.audit_labels < 0 or not 0.0 < args.audit_unsupported < 1.0:
         raise ValueError("--audit-labels must be >= 0 and --audit-unsupported in (0, 1)")
+
+
+def _simulate_relevance(args: argparse.Namespace, tunables: AlertTunables) -> int:
+    from refcheck_callbacks.alerting.simulator.relevance import (
+        RelevanceSettings,
+        relevance_markdown,
+        simulate_relevance,
+    )
+
+    _check_simulation(args)
+    settings = RelevanceSettings(
+        volumes=tuple(args.volume or (1.0, 5.0, 25.0)),
+        missed=args.shift,
+        days=args.days,
+        seeds=args.seeds,
+        promtool_days=args.promtool_days,
+        workers=args.workers,
+    )
+    figures = simulate_relevance(settings=settings, tunables=tunables)
+    sys.stdout.write(relevance_markdown(figures))
+    if args.json is not None:
+        _write(args.json, json.dumps([f.model_dump() for f in figures], indent=2) + "\n")
+    return 0
+
+
+def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
+    from refcheck_callbacks.alerting.simulator.report import Settings, markdown, simulate
+    from refcheck_callbacks.alerting.simulator.traffic import rates_from_bench
+
+    _check_simulation(args)
     settings = Settings(
         volumes=tuple(args.volume or (5.0, 20.0, 100.0)),
         unsupported=args.shift,

@@ -15,7 +15,7 @@ from opentelemetry.util.types import AttributeValue
 
 from refcheck_callbacks.contract.feedback import ClaimFeedback, Feedback
 from refcheck_callbacks.errors import CheckError, RedactionError
-from refcheck_callbacks.exporters import names
+from refcheck_callbacks.exporters import diagnostics, names
 from refcheck_callbacks.support.logs import logger
 from refcheck_callbacks.types import CheckResult, Verdict
 
@@ -120,6 +120,7 @@ class ResultAttributes:
                 names.GEN_AI_REQUEST_MODEL: request.model,
                 names.GEN_AI_RESPONSE_ID: request.response_id,
                 names.ERROR_TYPE: result.error_type,
+                **diagnostics.answer_attributes(result),
                 names.QUESTION: self.content(result, request.question),
                 names.ANSWER: self.content(result, request.answer),
                 names.MESSAGE: self.content(result, result.message),
@@ -150,6 +151,7 @@ class ResultAttributes:
                 names.CLAIM_STAGE: verdict.stages[-1].stage if verdict.stages else None,
                 names.CLAIM_DECIDED_BY: verdict.decided_by,
                 names.CLAIM_FALLBACK: verdict.fallback,
+                **diagnostics.claim_attributes(verdict),
                 names.GEN_AI_RESPONSE_ID: result.request.response_id,
                 names.CLAIM_TEXT: self.content(result, None if claim is None else claim.text),
                 names.GEN_AI_EVALUATION_EXPLANATION: self.content(result, verdict.explanation),
@@ -179,10 +181,15 @@ class ResultAttributes:
                 names.CLAIM_COUNT: len(result.claims),
                 names.ERROR_TYPE: result.error_type,
                 names.GEN_AI_RESPONSE_ID: result.request.response_id,
+                **diagnostics.answer_attributes(result),
                 names.MESSAGE: self.content(result, result.message),
             },
             self.max_content_chars,
         )
+
+    def relevance(self, result: CheckResult) -> list[Attributes]:
+        """The `relevance` events of retrieval diagnostics (`exporters.diagnostics`)."""
+        return [exportable(event) for event in diagnostics.relevance_events(result)]
 
 
 def _feedback(feedback: Feedback, **attributes: AttributeValue | None) -> Attributes:

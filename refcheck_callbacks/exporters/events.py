@@ -1,4 +1,5 @@
-"""`gen_ai.evaluation.result` events: one per claim and one per answer.
+"""`gen_ai.evaluation.result` events: one per claim, retrieval diagnostics' `relevance` events
+(`exporters.diagnostics`), and one per answer.
 
 OpenTelemetry deprecated span events in 2026 (OTEP 4430): new events are log records emitted
 through the Logs API, with an event name, in the context of the span they describe (so they
@@ -50,6 +51,8 @@ class EvaluationEvents:
         its verdict."""
         for index in range(len(result.verdicts)):
             self._one(self.attributes.claim(result, index), in_span, timestamp)
+        for relevance in self.attributes.relevance(result):
+            self._one(relevance, in_span, timestamp)
         self._one(self.attributes.response(result), in_span, timestamp)
 
     def emit_feedback(self, feedback: Feedback, in_trace: Context, timestamp: int) -> None:

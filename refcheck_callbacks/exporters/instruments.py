@@ -32,6 +32,41 @@ class QueueSource(Protocol):
         ...
 
 
+class DiagnosticInstruments:
+    """Retrieval diagnostics' instruments (`exporters.diagnostics` records them)."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.reference_relevance = meter.create_histogram(
+            names.REFERENCE_RELEVANCE,
+            names.UNIT_RATIO,
+            "Relevance of each retrieved reference to the question (le=0.5: not relevant).",
+            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
+        )
+        self.answer_relevance = meter.create_histogram(
+            names.ANSWER_RELEVANCE,
+            names.UNIT_RATIO,
+            "Whether an answer addresses its question.",
+            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
+        )
+        self.references_used_ratio = meter.create_histogram(
+            names.REFERENCES_USED_RATIO,
+            names.UNIT_RATIO,
+            "Share of an answer's references that supported at least one of its claims.",
+            explicit_bucket_boundaries_advisory=RATIO_BUCKETS,
+        )
+        self.claim_causes = meter.create_counter(
+            names.CLAIM_CAUSES,
+            names.UNIT_CLAIM,
+            "Claims not supported, by cause (retrieval_missed, unsupported_by_relevant_context, "
+            "contradicted).",
+        )
+        self.non_answers = meter.create_counter(
+            names.NON_ANSWERS,
+            names.UNIT_RESPONSE,
+            "Refusals and non-answers, counted apart from hallucination.",
+        )
+
+
 class Instruments:
     """Every refcheck instrument on one meter."""
 
@@ -138,6 +173,7 @@ class Instruments:
         )
         self.calibration = CalibrationGauges(meter)
         """The loaded calibrations' flag counts (`calibration_gauges`)."""
+        self.diagnostics = DiagnosticInstruments(meter)
         self._lock = threading.Lock()
         self._queues: list[weakref.ref[QueueSource]] = []
         meter.create_observable_gauge(

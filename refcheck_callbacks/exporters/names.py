@@ -30,6 +30,12 @@ ratio (0 = every claim entailed), its label the strict aggregate or `abstain`.""
 FEEDBACK_EVALUATION: Final = "refcheck.feedback"
 """`gen_ai.evaluation.name` of a person's verdict (`monitor.feedback`): one event per labelled
 claim (with `refcheck.claim.index`), or one for the answer; its label is the person's."""
+RELEVANCE_EVALUATION: Final = "relevance"
+"""`gen_ai.evaluation.name` of retrieval diagnostics' relevance scores: one event per reference
+(`refcheck.relevance.subject` = `reference`, with its index and document id) and one for the
+answer (`answer`). The canonical name, not a `refcheck.` one: consumers that keep only
+canonical evaluation names (Splunk's emitter keeps relevance, hallucination, sentiment,
+toxicity, bias) keep these."""
 
 # -- attributes from the GenAI conventions -----------------------------------------------------
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
@@ -75,6 +81,38 @@ CLAIM_HALLUCINATION_TYPE: Final = "refcheck.claim.hallucination_type"
 CLAIM_CONFLICT: Final = "refcheck.claim.conflict"
 """A Contradiction's kind of conflict: value, date, entity, negation or exclusive
 (`types.ConflictKind`)."""
+CLAIM_CAUSE: Final = "refcheck.claim.cause"
+"""Why a claim is not supported: retrieval_missed, unsupported_by_relevant_context or
+contradicted (`types.Cause`); absent on a supported claim."""
+CLAIM_RELEVANCE: Final = "refcheck.claim.relevance"
+"""How much the claim bears on the question, in [0, 1] (`Verdict.relevance`)."""
+RELEVANCE_SUBJECT: Final = "refcheck.relevance.subject"
+"""What a `relevance` event scores: `reference` (one retrieved document) or `answer`."""
+SUBJECT_REFERENCE: Final = "reference"
+SUBJECT_ANSWER: Final = "answer"
+RELEVANT_ABOVE: Final = 0.5
+"""A relevance score above this is `relevant`: the boundary of the relevance histograms'
+`le="0.5"` bucket, so an event's label and the alert rule's count of references that are not
+relevant agree."""
+RELEVANT: Final = "relevant"
+"""`gen_ai.evaluation.score.label` of a relevance score above `RELEVANT_ABOVE`."""
+NOT_RELEVANT: Final = "not_relevant"
+NON_ANSWER_LABEL: Final = "non_answer"
+"""The answer relevance event's label for a refusal or non-answer, whatever its score."""
+REFERENCE_INDEX: Final = "refcheck.reference.index"
+"""A reference's position in the request's references."""
+REFERENCE_DOC_ID: Final = "refcheck.reference.doc_id"
+"""The reference's document id, when the retriever gave one."""
+REFERENCE_USED: Final = "refcheck.reference.used"
+"""Whether the reference supported at least one claim (`ReferenceUse.used`)."""
+REFERENCE_SUPPORTED_CLAIMS: Final = "refcheck.reference.supported_claims"
+"""The indices of the claims the reference supports."""
+RESPONSE_ANSWER_RELEVANCE: Final = "refcheck.response.answer_relevance"
+"""Whether the answer addresses the question, in [0, 1] (`CheckResult.answer_relevance`)."""
+RESPONSE_REFERENCES_USED_RATIO: Final = "refcheck.response.references_used_ratio"
+"""The share of the answer's references that supported at least one claim."""
+RESPONSE_NON_ANSWER: Final = "refcheck.response.non_answer"
+"""The answer is a refusal or a non-answer (`CheckResult.non_answer`)."""
 RESPONSE_LABEL: Final = "refcheck.response.label"
 RESPONSE_HALLUCINATION_RATIO: Final = "refcheck.response.hallucination_ratio"
 RESPONSE_CONTRADICTION_RATIO: Final = "refcheck.response.contradiction_ratio"
@@ -132,6 +170,15 @@ CASCADE_ESCALATIONS: Final = "refcheck.cascade.escalations"
 FEEDBACK_CLAIMS: Final = "refcheck.feedback.claims"
 """Claims a person labelled, by the checker's verdict, the person's label and agreement."""
 FEEDBACK_REFUSED: Final = "refcheck.feedback.refused"
+REFERENCE_RELEVANCE: Final = "refcheck.reference.relevance"
+"""Histogram: each retrieved reference's relevance to the question (its `le="0.5"` bucket
+counts the references that are not relevant, which `RefCheckRelevanceDrop` reads)."""
+ANSWER_RELEVANCE: Final = RESPONSE_ANSWER_RELEVANCE
+REFERENCES_USED_RATIO: Final = RESPONSE_REFERENCES_USED_RATIO
+CLAIM_CAUSES: Final = "refcheck.claim.causes"
+"""Claims not supported, by `refcheck.claim.cause`."""
+NON_ANSWERS: Final = "refcheck.non_answers"
+"""Refusals and non-answers, counted apart from hallucination."""
 TRUNCATED: Final = "refcheck.truncated"
 """Answers checked with a field cut to its limit (`InputLimits`), by field."""
 COLLECT_REJECTED: Final = "refcheck.collect.rejected"
@@ -193,6 +240,11 @@ PROMETHEUS: Final[dict[str, str]] = {
     CASCADE_ESCALATIONS: "refcheck_cascade_escalations_total",
     FEEDBACK_CLAIMS: "refcheck_feedback_claims_total",
     FEEDBACK_REFUSED: "refcheck_feedback_refused_total",
+    REFERENCE_RELEVANCE: "refcheck_reference_relevance",
+    ANSWER_RELEVANCE: "refcheck_response_answer_relevance",
+    REFERENCES_USED_RATIO: "refcheck_response_references_used_ratio",
+    CLAIM_CAUSES: "refcheck_claim_causes_total",
+    NON_ANSWERS: "refcheck_non_answers_total",
     TRUNCATED: "refcheck_truncated_total",
     COLLECT_REJECTED: "refcheck_collect_rejected_total",
     COLLECT_NOT_FORWARDED: "refcheck_collect_not_forwarded_total",

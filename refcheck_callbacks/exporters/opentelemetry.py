@@ -44,6 +44,7 @@ from refcheck_callbacks.contract.feedback import Feedback
 from refcheck_callbacks.contract.reasons import Tally
 from refcheck_callbacks.exporters import names
 from refcheck_callbacks.exporters.attributes import ResultAttributes, clip_value, exportable
+from refcheck_callbacks.exporters.diagnostics import record_diagnostics
 from refcheck_callbacks.exporters.events import EvaluationEvents, EventMode
 from refcheck_callbacks.exporters.instruments import instruments_for
 from refcheck_callbacks.support.deadline import MAX_WAIT_S, Deadline
@@ -254,6 +255,7 @@ class OpenTelemetryExporter(Exporter):
             meters.stage_duration.record(seconds, {names.STAGE: stage}, context)
         self._record_cascade(result, context)
         self._record_usage(result, context)
+        record_diagnostics(meters.diagnostics, result, common, context)
 
     def _record_cascade(self, result: CheckResult, context: Context) -> None:
         """Escalations by the stage that passed claims on, and each stage's share of the check:

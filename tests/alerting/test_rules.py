@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from refcheck_callbacks.alerting import relevance_rules
 from refcheck_callbacks.alerting.rules import alert_rules
 from refcheck_callbacks.alerting.share_rules import (
     BY_VERDICT,
@@ -116,3 +117,36 @@ def test_changed_tunables_name_only_what_differs() -> None:
     )
     assert changed_tunables(tunables) == {"share_test.z": 4.0}
     assert changed_tunables(AlertTunables()) == {}
+
+
+def test_the_relevance_drop_counts_references_at_most_one_half_with_its_own_minimums() -> None:
+    tunables = AlertTunables.model_validate(
+        {
+            "relevance_drop": {"slow_min_effect": 0.05, "fast_min_references": 40},
+            "share_test": {"z": 2},
+        }
+    )
+    rules = _rules(tunables)
+    not_relevant = str(rules[relevance_rules.NOT_RELEVANT["slow"]]["expr"])
+    assert not_relevant == (
+        'sum by (job) (increase(refcheck_reference_relevance_bucket{le="0.5"}[1h]))'
+    )
+    scored = str(rules[relevance_rules.SCORED["baseline"]]["expr"])
+    assert scored.endswith("refcheck_reference_relevance_count[1d] offset 1h2m))")
+    lower = str(rules[relevance_rules.LOWER_BOUND["fast"]]["expr"])
+    assert "- 2.0 * sqrt(" in lower
+    # Four references of one answer count as 1.6 independent ones (design effect 2.5).
+    assert "/ (job:refcheck_references_scored:increase_fast / 2.5)" in lower
+    upper = str(rules[relevance_rules.UPPER_BOUND]["expr"])
+    assert upper.endswith("job:refcheck_references_scored:increase_baseline >= 3000")
+    fast, slow = str(rules[relevance_rules.ALERT]["expr"]).split("\nor\n")
+    assert "> 0.1\n" in fast and ">= 40" in fast
+    assert "> 0.05\n" in slow and ">= 600" in slow
+
+
+def test_a_longer_relevance_for_moves_every_baseline_back() -> None:
+    tunables = AlertTunables.model_validate({"relevance_drop": {"pending_for": "10m"}})
+    assert tunables.baseline_offset == "1h10m"
+    rules = _rules(tunables)
+    assert "offset 1h10m" in str(rules[BY_VERDICT["baseline"]]["expr"])
+    assert "offset 1h10m" in str(rules[relevance_rules.SCORED["baseline"]]["expr"])

@@ -12,6 +12,9 @@ and answers each with one JSON line of running totals:
     {"cascade": 10}                                 10 answers through a two-stage cascade
     {"feedback": 10}                                a person finds the last 10 answers supported
                                                     (and gives feedback on an unknown answer)
+    {"non_answers": 3}                              3 answers that say the documents lack it
+
+Answers come with a question, so retrieval diagnostics score their references' relevance.
 
 The checker is scripted: it labels a claim by a word the app wrote into it, so the test decides
 exactly how many contradictions the monitor sees. The first monitor is calibrated (`CALIBRATION`:
@@ -58,6 +61,7 @@ from refcheck_callbacks.contract.reasons import ForwardReason, RejectReason, Tal
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 
 MODELS = ("model-a", "model-b")
+QUESTION = "Which facts does the record list?"
 LABEL_WORDS = {
     "contradicted": Label.CONTRADICTION,
     "unverified": Label.NEUTRAL,
@@ -126,6 +130,9 @@ class Totals:
         """The checker's labels by response id: what feedback is compared with."""
         self.agreed: Counter[str] = Counter()
         """Labelled claims by whether the checker agreed (`true` / `false`)."""
+        self.scored_references = 0
+        self.causes: Counter[str] = Counter()
+        self.non_answers = 0
 
     def __call__(self, result: CheckResult) -> None:
         if result.request.response_id is not None:
@@ -135,6 +142,9 @@ class Totals:
             self.escalations.update(step.stage for step in verdict.stages[:-1])
         self.responses[result.outcome.value] += 1
         self.usage += result.usage or Usage()
+        self.scored_references += sum(u.relevance is not None for u in result.references_used)
+        self.causes.update(v.cause.value for v in result.verdicts if v.cause is not None)
+        self.non_answers += result.non_answer
 
 
 class HookThatFails:
@@ -215,6 +225,7 @@ def main(port: int, feedback_file: str) -> None:
             monitor.submit(
                 answer=_answer(submitted, command.get("contradiction_share", 0.0), rng),
                 references=["The record lists every fact."],
+                question=QUESTION,
                 model=MODELS[submitted % len(MODELS)],
                 response_id=f"answer-{submitted}",
                 trace_context=None,
@@ -232,6 +243,14 @@ def main(port: int, feedback_file: str) -> None:
                 answer=f"Fact number {index} is supported by the record.",
                 references=["The record."],
                 question="Is it recorded? " * 2_000,  # past max_question_chars
+                trace_context=None,
+            )
+        for _ in range(command.get("non_answers", 0)):
+            monitor.submit(
+                # A refusal whose one claim the scripted checker can label (neutral).
+                answer="I could not find that in the documents: it is unverified by the record.",
+                references=["The record lists every fact."],
+                question=QUESTION,
                 trace_context=None,
             )
         for _ in range(command.get("skip", 0)):
@@ -273,6 +292,9 @@ def main(port: int, feedback_file: str) -> None:
                     "usage": totals.usage.model_dump(),
                     "escalations": totals.escalations,
                     "agreed": totals.agreed,
+                    "scored_references": totals.scored_references,
+                    "causes": totals.causes,
+                    "non_answers": totals.non_answers,
                 }
             ),
             flush=True,

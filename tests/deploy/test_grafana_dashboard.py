@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from refcheck_callbacks.alerting import relevance_rules
 from refcheck_callbacks.alerting.estimate_rules import ADJUSTED, LABELS_NEEDED
 from refcheck_callbacks.alerting.rules import RECORDED
 from refcheck_callbacks.alerting.share_rules import BASELINE_READY, SHARES
@@ -138,3 +139,20 @@ def test_without_audit_labels_the_dashboard_says_uncalibrated_with_the_labels_ne
     [mapping] = defaults["mappings"]
     assert mapping["options"] == {"0": {"text": "calibrated", "color": "green", "index": 0}}
     assert AlertTunables().estimate.labels_needed == 200
+
+
+def test_retrieval_diagnostics_and_what_the_relevance_alert_compares_are_plotted() -> None:
+    exprs = " ".join(t["expr"] for t in _targets(_dashboard()))
+    compared = (*relevance_rules.LOWER_BOUND.values(), relevance_rules.UPPER_BOUND)
+    for recorded in (relevance_rules.RATIO["slow"], *compared):
+        assert f'{recorded}{{job=~"$service"}}' in exprs, recorded
+    prometheus = names.PROMETHEUS
+    for needed in (
+        f"sum by (le, job) (rate({prometheus[names.REFERENCE_RELEVANCE]}_bucket",
+        f"sum by (le, job) (rate({prometheus[names.ANSWER_RELEVANCE]}_bucket",
+        f"sum by (job, refcheck_claim_cause) (rate({prometheus[names.CLAIM_CAUSES]}",
+        f"{prometheus[names.REFERENCES_USED_RATIO]}_sum",
+        prometheus[names.NON_ANSWERS],
+    ):
+        assert needed in exprs, needed
+    assert names.CLAIM_CAUSE.replace(".", "_") == "refcheck_claim_cause"

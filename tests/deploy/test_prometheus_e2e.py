@@ -26,6 +26,7 @@ import yaml
 from feedback_records import calibrate_records
 from free_ports import OutputWatch
 
+from refcheck_callbacks.alerting import relevance_rules
 from refcheck_callbacks.alerting.estimate_rules import ADJUSTED, RAW
 from refcheck_callbacks.alerting.rules import rules_yaml
 from refcheck_callbacks.alerting.share_rules import BASELINE_READY, CONTRADICTION
@@ -43,7 +44,11 @@ E2E_TUNABLES = parse_settings(
         "share_test.slow_window=20s",
         "share_test.baseline_window=5m",
         "share_test.min_baseline_claims=200",
-        *(f"{alert}.pending_for=5s" for alert in ("contradiction_rise", "hallucination_rise")),
+        "relevance_drop.min_baseline_references=200",
+        *(
+            f"{alert}.pending_for=5s"
+            for alert in ("contradiction_rise", "hallucination_rise", "relevance_drop")
+        ),
         "checker_errors.window=10s",
         *(f"{alert}.window=6s" for alert in ("dropped_evaluations", "stalled_checker")),
         *(
@@ -214,9 +219,10 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
     # The issue's shape: about 1,200 claims at 2% contradicted, a quiet spell that moves them
     # into the baseline (which ends slow window + for ago), then a burst at 49%.
     _stream(app, chunks=20, answers=30, contradiction_share=0.02)
-    app.send(feedback=20)  # people's verdicts, before and after the burst
+    app.send(feedback=20, non_answers=3)  # people's verdicts, before and after the burst
     time.sleep(duration_seconds(E2E_TUNABLES.baseline_offset) + 5)
     assert prometheus.active(CONTRADICTION.alert) == [], "fired on a normal stream"
+    assert prometheus.active(relevance_rules.ALERT) == [], "fired on unchanged retrieval"
     assert prometheus.by("job", BASELINE_READY) == {JOB: 1.0}  # onboarded: 1,200 claims
 
     started = time.monotonic()
@@ -287,7 +293,7 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
         "refcheck_stage",
         f"sum by (refcheck_stage) (refcheck_stage_duration_seconds_count{selector})",
     )
-    pipeline = {"queue", "extract", "check", "conflict", "aggregate", "total"}
+    pipeline = {"queue", "extract", "check", "conflict", "diagnose", "aggregate", "total"}
     assert set(stages) == pipeline | {"check.quick", "check.scripted"}  # cascade stages
     escalations = prometheus.by(
         "refcheck_stage", f"sum by (refcheck_stage) (refcheck_cascade_escalations_total{selector})"
@@ -305,6 +311,17 @@ def test_the_issues_burst_fires_the_rise_alert_and_every_dashboard_query_returns
     [cost] = prometheus.query(f"sum(refcheck_llm_cost_total{selector})")
     assert float(cost["value"][1]) == pytest.approx(usage["cost_usd"])
     assert prometheus.query(f"refcheck_queue_size{selector}")
+    # Retrieval diagnostics: every scored reference, unsupported claims by cause, non-answers.
+    [scored] = prometheus.query(f"sum(refcheck_reference_relevance_count{selector})")
+    assert float(scored["value"][1]) == totals["scored_references"] > 0
+    causes = prometheus.by(
+        "refcheck_claim_cause",
+        f"sum by (refcheck_claim_cause) (refcheck_claim_causes_total{selector})",
+    )
+    assert causes == {k: float(v) for k, v in totals["causes"].items()}
+    assert "contradicted" in causes
+    [non_answers] = prometheus.query(f"sum(refcheck_non_answers_total{selector})")
+    assert float(non_answers["value"][1]) == totals["non_answers"] == 3
 
     with urllib.request.urlopen(f"http://127.0.0.1:{app.port}/metrics", timeout=10) as response:
         exposition = response.read().decode()

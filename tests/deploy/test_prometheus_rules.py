@@ -31,6 +31,7 @@ ALERTS = {
     "RefCheckDroppingEvaluations",
     "RefCheckStalledChecker",
     "RefCheckJudgeBudgetNearlySpent",
+    "RefCheckRelevanceDrop",
 }
 
 

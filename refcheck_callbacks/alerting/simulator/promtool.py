@@ -221,11 +221,22 @@ def first_firing(firing: dict[str, np.ndarray], clean_minutes: int) -> tuple[int
     return None
 
 
-def promtool_group(name: str, series: Series, queries: Sequence[Query]) -> dict[str, Any]:
+Inputs = Callable[[str, "np.ndarray"], list[dict[str, str]]]
+"""What a series' counts are as promtool input series, where not the claims counter and the
+calibration gauges (`input_series`)."""
+
+
+def promtool_group(
+    name: str, series: Series, queries: Sequence[Query], inputs: Inputs | None = None
+) -> dict[str, Any]:
     return {
         "name": name,
         "interval": "1m",
-        "input_series": input_series(series.job, series.counts, series.fits),
+        "input_series": (
+            input_series(series.job, series.counts, series.fits)
+            if inputs is None
+            else inputs(series.job, series.counts)
+        ),
         "promql_expr_test": [
             {
                 "expr": query.expr,
@@ -297,6 +308,7 @@ def observe(
     alerts: Sequence[str],
     workers: int = 1,
     chunk_minutes: int = CHUNK_MINUTES,
+    inputs: Inputs | None = None,
 ) -> list[Observed]:
     """Run each named series through promtool with `rules`; what fired, per series.
 
@@ -311,7 +323,7 @@ def observe(
         for _, series in named
     ]
     groups = [
-        promtool_group(name, series, queries)
+        promtool_group(name, series, queries, inputs)
         for (name, series), queries in zip(named, plans, strict=True)
     ]
     output = run_groups(rules, groups, workers)

@@ -54,11 +54,18 @@ def _increase(counts: np.ndarray, window: int, offset: int) -> np.ndarray:
 
 
 def _wilson(part: np.ndarray, checked: np.ndarray, z: float, sign: float) -> np.ndarray:
-    """The rules' Wilson bound, operation for operation (`share_rules._wilson`)."""
+    """The rules' Wilson bound of `part` of `checked` claims."""
+    numpy: Any = require("numpy", "simulate")
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        return wilson_of(part / checked, checked, z, sign)
+
+
+def wilson_of(ratio: np.ndarray, checked: np.ndarray, z: float, sign: float) -> np.ndarray:
+    """The Wilson bound of a share `ratio` of `checked`, operation for operation as the rules
+    write it (`share_rules.wilson_bound`)."""
     numpy: Any = require("numpy", "simulate")
     half_square, quarter_square, square = wilson_terms(z)
     with numpy.errstate(divide="ignore", invalid="ignore"):
-        ratio = part / checked
         spread = z * numpy.sqrt(ratio * (1 - ratio) / checked + quarter_square / checked**2)
         centre = ratio + half_square / checked
         return (centre + sign * spread) / (1 + square / checked)
