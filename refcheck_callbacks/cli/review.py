@@ -1,7 +1,8 @@
 """`refcheck review FILE`: a person labels the answers the random audit drew.
 
 Opens the audit file (`review.audit_book`), says which lines it cannot review, and hands the
-labelling to the terminal labeller (`review.terminal`). Labels are saved in the file as they
+labelling to the terminal labeller (`review.terminal`), or with `--web` to a page on the
+loopback address (`review.web`). Labels are saved in the file as they
 are given.
 """
 
@@ -44,6 +45,14 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.set_defaults(handler=run)
     parser.add_argument("file", type=Path, help="the audit file (JSON Lines)")
+    parser.add_argument(
+        "--web", action="store_true",
+        help="label in a browser instead: a page on 127.0.0.1 (its address is printed)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--port", type=int, default=0,
+        help="the page's port with --web (default: 0, any free one; the one taken is printed)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"refcheck: {path} has no claims to label", file=sys.stderr)
         return EXIT_OK
     session = ReviewSession(book)
+    if args.web:
+        from refcheck_callbacks.review.web import serve
+
+        return serve(session, args.port)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return _fail(
             "refcheck review needs a terminal: run it in one, its input and output not redirected"
