@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import sys
 import tempfile
 import time
@@ -29,10 +28,10 @@ from nli_throughput import build_model, build_workload, whole_words
 ENGINE_BATCH = 16
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# Serve's proxy cannot bind port 0 and say which it got: it is given one from below the
+# kernel's ephemeral range, which no port-0 bind or outgoing connection takes first.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+from free_ports import unassigned_ports  # noqa: E402
 
 
 def _batches(workload: dict[str, Any]) -> list[list[Any]]:
@@ -94,7 +93,7 @@ def service(model_dir: Path, batches: list[list[Any]], callers: int, gpus: float
             num_gpus=gpus,
             batch=BatchSettings(max_batch_size=callers, batch_wait_timeout_s=0.005),
         ),
-        port=_free_port(),
+        port=next(unassigned_ports()),
     )
     names = start(launch)
     try:

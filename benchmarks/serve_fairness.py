@@ -33,7 +33,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +53,12 @@ REFERENCE = (
     "12th to 13th century under Philip II. It opened to the public on 10 August 1793 with an "
     "exhibition of 537 paintings."
 )
+
+
+# Serve's proxy cannot bind port 0 and say which it got: it is given one from below the
+# kernel's ephemeral range, which no port-0 bind or outgoing connection takes first.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+from free_ports import unassigned_ports  # noqa: E402
 
 
 def _items(count: int, tag: str) -> list[Any]:
@@ -104,12 +109,6 @@ def small_app(url: str, stop_file: str) -> None:
     print(json.dumps({"latencies": latencies, "failed": failed}))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _python(package_root: Path, *args: str, **popen: Any) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(package_root), "REFCHECK_SERVE_TOKEN": TOKEN}
     env.pop("RAY_ADDRESS", None)
@@ -132,7 +131,7 @@ def _start_service(package_root: Path, port: int, log: Path) -> subprocess.Popen
 
 
 def measure(package_root: Path, claims: int, folder: Path, small_app: bool) -> dict[str, Any]:
-    port = _free_port()
+    port = next(unassigned_ports())
     url = f"http://127.0.0.1:{port}"
     service = _start_service(package_root, port, folder / "serve.log")
     stop_file = folder / "stop"

@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -64,12 +63,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 HERE = Path(__file__).resolve().parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # -- one app process ----------------------------------------------------------------------------
 
 
@@ -78,6 +71,12 @@ PLACEMENTS = ("in_thread", "process", "service", "service_with_extraction")
 extracted in the app), the service with extraction too (the app only captures, sends and
 exports)."""
 THROUGHPUT_PLACEMENTS = PLACEMENTS[:3]
+
+
+# Serve's proxy cannot bind port 0 and say which it got: it is given one from below the
+# kernel's ephemeral range, which no port-0 bind or outgoing connection takes first.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+from free_ports import unassigned_ports  # noqa: E402
 
 
 def monitor_options(placement: str, url: str | None) -> dict[str, Any]:
@@ -226,7 +225,7 @@ def main() -> None:
     launch = Launch(
         args=ServiceArgs(checker="embedded", extractor="sentence"),
         checker=Scaling(num_cpus=0, batch=BatchSettings(max_batch_size=16)),
-        port=_free_port(),
+        port=next(unassigned_ports()),
     )
     names = start(launch) if needs_service else None
     url = f"http://127.0.0.1:{launch.port}" if needs_service else None

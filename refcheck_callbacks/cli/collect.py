@@ -98,7 +98,8 @@ def add_collect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )  # fmt: skip
     out.add_argument(
         "--forward", metavar="URL",
-        help="post every received export request, untouched, to this URL (…/v1/traces)",
+        help="post every received export request, untouched, to this URL (…/v1/traces); each "
+        "one not passed on is counted by reason in /v1/stats",
     )  # fmt: skip
     out.add_argument(
         "--events", choices=("logs", "span", "both"), default="logs",

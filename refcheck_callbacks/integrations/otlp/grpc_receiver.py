@@ -13,7 +13,9 @@ No `maximum_concurrent_rpcs`: gRPC refuses the calls beyond it RESOURCE_EXHAUSTE
 RPC limit exceeded!") before any code of ours runs, so they could be counted nowhere (36 of 64
 concurrent 1 MB exports were, at the 16 it was). Calls beyond the `workers` wait for a thread
 instead; a call's message is read only once a thread serves it, so at most `workers` messages
-are held at once, each within gRPC's size limit.
+are held at once, each within gRPC's size limit. `bdp_probe` is off so that gRPC keeps its
+flow-control window at 64 KiB a call: with it on, the window grows and gRPC takes in the
+messages of waiting calls too (64 concurrent 12 MiB messages: 405 MiB of RSS, 125 MiB off).
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ class GrpcReceiver:
         self.max_body_bytes = max_body_bytes
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="refcheck-collect-grpc"),
-            options=[("grpc.max_receive_message_length", _GRPC_LIMIT_FACTOR * max_body_bytes)],
+            options=[
+                ("grpc.max_receive_message_length", _GRPC_LIMIT_FACTOR * max_body_bytes),
+                ("grpc.http2.bdp_probe", 0),
+            ],
         )
         handler = grpc.unary_unary_rpc_method_handler(self._export)
         self.server.add_generic_rpc_handlers(
