@@ -238,7 +238,15 @@ def test_evaluation_span_and_events_reach_phoenix_in_the_chains_trace(
         for e in events
         if _attribute(e["attributes"], names.GEN_AI_EVALUATION_NAME) == names.CLAIM_EVALUATION
     ]
-    assert len(events) == 3 and len(claims) == 2
+    relevance = [
+        e["attributes"]
+        for e in events
+        if _attribute(e["attributes"], names.GEN_AI_EVALUATION_NAME) == names.RELEVANCE_EVALUATION
+    ]
+    # two claims, each reference's relevance and the answer's, and the answer's own verdict
+    assert len(events) == 6 and len(claims) == 2 and len(relevance) == 3
+    subjects = sorted(_attribute(a, names.RELEVANCE_SUBJECT) for a in relevance)
+    assert subjects == ["answer", "reference", "reference"]
     first = min(claims, key=lambda a: _attribute(a, names.CLAIM_INDEX))
     second = max(claims, key=lambda a: _attribute(a, names.CLAIM_INDEX))
     assert _attribute(first, names.CLAIM_TEXT) == CLAIMS[0]
@@ -247,6 +255,6 @@ def test_evaluation_span_and_events_reach_phoenix_in_the_chains_trace(
     assert _attribute(second, names.GEN_AI_EVALUATION_SCORE_LABEL) == "contradiction"
     [doc_id] = _attribute(first, names.CLAIM_EVIDENCE_DOC_IDS)
     assert doc_id in {"eiffel", "built"}  # the first document the retriever returned
-    [response] = [e["attributes"] for e in events if e["attributes"] not in claims]
+    [response] = [e["attributes"] for e in events if e["attributes"] not in claims + relevance]
     assert _attribute(response, names.GEN_AI_EVALUATION_SCORE_LABEL) == "contradiction"
     assert _attribute(response, names.GEN_AI_EVALUATION_SCORE_VALUE) == 0.5
