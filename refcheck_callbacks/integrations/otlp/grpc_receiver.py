@@ -7,7 +7,9 @@ gRPC uncounted. For the same reason gRPC's own size limit is set at `_GRPC_LIMIT
 `max_body_bytes`: a message over `max_body_bytes` reaches the method, which answers
 RESOURCE_EXHAUSTED and counts it `too_large`. (One over gRPC's own limit is cancelled inside
 gRPC before any code of ours runs, so it cannot be counted; the factor makes that a message
-more than twice the limit.)
+more than twice the limit.) The message is parsed within the same room for requests in flight
+as HTTP bodies (`collector.take` reserves it): when other requests hold that room the call is
+answered UNAVAILABLE, which OTLP exporters retry, and counted `no_room`.
 
 No `maximum_concurrent_rpcs`: gRPC refuses the calls beyond it RESOURCE_EXHAUSTED ("Concurrent
 RPC limit exceeded!") before any code of ours runs, so they could be counted nowhere (36 of 64
@@ -31,6 +33,7 @@ from refcheck_callbacks.contract.reasons import RejectReason
 from refcheck_callbacks.integrations.otlp import decode
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 from refcheck_callbacks.integrations.otlp.limits import MAX_BODY_BYTES
+from refcheck_callbacks.integrations.otlp.received import NoRoom
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 _GRPC_LIMIT_FACTOR = 2
@@ -80,6 +83,9 @@ class GrpcReceiver:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         try:
             bad_ids = self.collector.take(body, decode.PROTOBUF)
+        except NoRoom as exc:  # other requests hold the room now: UNAVAILABLE is retried
+            self.collector.reject(RejectReason.NO_ROOM, f"gRPC: {exc}")
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except decode.PayloadTooLarge as exc:
             self.collector.reject(RejectReason.TOO_LARGE, f"gRPC: {exc}")
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))

@@ -5,7 +5,9 @@ missing token are refused and counted."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import socket
+import time
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -13,6 +15,7 @@ from otlp_export import export, new_trace_id, span
 
 from refcheck_callbacks import RefCheckMonitor
 from refcheck_callbacks.contract.reasons import RejectReason, Tally
+from refcheck_callbacks.integrations.otlp.connections import CONNECTION_BYTES
 from refcheck_callbacks.integrations.otlp.grpc_receiver import SERVICE
 from refcheck_callbacks.integrations.otlp.launch import Receiver, ReceiverOptions
 from refcheck_callbacks.integrations.otlp.traces import TraceLimits
@@ -111,3 +114,47 @@ def test_concurrent_exports_are_all_taken_or_counted() -> None:
     finally:
         receiver.stop()
         monitor.shutdown()
+
+
+def test_an_export_that_finds_the_room_held_is_unavailable_and_counted(
+    grpc_receiver: Receiver,
+) -> None:
+    """HTTP clients hold most of the room for requests in flight with bodies they never
+    finish; a gRPC export that does not fit beside them is answered UNAVAILABLE (retried by
+    OTLP exporters) and counted `no_room`, and gets in once the room is free."""
+    intake = grpc_receiver.collector.intake
+    each = 15 * MB
+    body = export(
+        *(span(new_trace_id(), os.urandom(8), attributes={"input.value": "y" * 4096})
+          for _ in range(1_000))
+    )  # fmt: skip
+    assert len(body) > intake.capacity - 4 * each - 4 * CONNECTION_BYTES
+    call = export_call(grpc_receiver)
+    token = [("authorization", f"Bearer {TOKEN}")]
+    head = (
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        + f"Authorization: Bearer {TOKEN}\r\nContent-Length: {each}\r\n\r\n".encode()
+    )
+    holders = [socket.create_connection(("127.0.0.1", grpc_receiver.server.port)) for _ in "1234"]
+    try:
+        for holder in holders:
+            holder.sendall(head + b"\0" * 1024)
+        _wait_until(lambda: intake.used >= 4 * each)
+        with pytest.raises(grpc.RpcError) as refused:
+            call(body, metadata=token)
+        assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+    finally:
+        for holder in holders:
+            holder.close()
+    _wait_until(lambda: intake.used < each)
+    assert call(body, metadata=token) == b""
+    rejected = grpc_receiver.collector.rejected
+    assert rejected[RejectReason.NO_ROOM.value] == 1
+    assert set(rejected) == {RejectReason.NO_ROOM.value, RejectReason.MALFORMED.value}
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
