@@ -231,6 +231,9 @@ def score(
     verdicts: Sequence[Verdict | None],
     seconds: float,
 ) -> CheckerScores:
+    # Imported here: the rate's fit reads this module's gold labels.
+    from refcheck_callbacks.bench.rate_scores import rate_scores
+
     pairs = [(e, v) for e, v in zip(examples, verdicts, strict=True) if v is not None]
     return CheckerScores(
         checker=name,
@@ -242,6 +245,7 @@ def score(
         binary=_binary(pairs),
         response_level=_response_level(pairs),
         contradiction=contradiction_scores(pairs, [gold_supported(e) for e, _ in pairs]),
+        rates=rate_scores(pairs),
     )
 
 
