@@ -13,10 +13,9 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 
-from refcheck_callbacks.bench.datasets import LabelledExample
+from refcheck_callbacks.bench.datasets import LabelledExample, gold_supported
 from refcheck_callbacks.bench.rate_fit import fit_rates
 from refcheck_callbacks.bench.results import RateScores
-from refcheck_callbacks.bench.runner import gold_supported
 from refcheck_callbacks.check.calibration.clusters import cluster_ids, design_effect, flag_clusters
 from refcheck_callbacks.check.calibration.estimate import DesignEffects
 from refcheck_callbacks.check.calibration.rates import RateName, flags
