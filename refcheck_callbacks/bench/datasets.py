@@ -72,6 +72,13 @@ class LabelledExample(BaseModel):
     """The label as written in the data, before mapping."""
 
 
+def gold_supported(example: LabelledExample) -> bool | None:
+    """Whether the references support the claim: its binary label, else its 3-way one."""
+    if example.supported is not None:
+        return example.supported
+    return None if example.label is None else example.label is Label.ENTAILMENT
+
+
 def _group_of(text: str, kind: str = "text") -> str:
     """A stable id for a text, blind to case and spacing (BEGIN lower-cases its knowledge)."""
     normalised = " ".join(text.lower().split())

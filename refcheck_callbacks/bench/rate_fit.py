@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from refcheck_callbacks.bench.datasets import LabelledExample
-from refcheck_callbacks.bench.runner import gold_supported
+from refcheck_callbacks.bench.datasets import LabelledExample, gold_supported
 from refcheck_callbacks.check.calibration.clusters import (
     cluster_ids,
     design_effect,

@@ -135,8 +135,32 @@ def _dataset_section(result: DatasetResult) -> str:
     )
 
 
+def _rates_lines(report: BenchReport) -> list[str]:
+    """The estimated hallucination rate per (dataset, checker) (`bench.rate_scores`)."""
+    lines = [
+        "",
+        "Hallucination rate of each set's other claims, estimated from a 200-label audit "
+        "(docs/rates.md):",
+        "",
+        "| dataset | checker | audit labels | claims | true rate | raw | estimated "
+        "| 90% interval |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for result in report.datasets:
+        for scores in result.checkers:
+            rates = scores.rates
+            if rates is not None:
+                lines.append(
+                    f"| {result.dataset} | {scores.checker} | {rates.audit_labels} | "
+                    f"{rates.claims} | {rates.true:.3f} | {_number(rates.raw)} | "
+                    f"{_number(rates.adjusted)} | [{_number(rates.low)}, {_number(rates.high)}] |"
+                )
+    return lines if len(lines) > 5 else []
+
+
 def render_markdown(report: BenchReport) -> str:
-    """The summary table as Markdown, one row per (dataset, checker), for docs and PRs."""
+    """The summary table as Markdown, one row per (dataset, checker), for docs and PRs; then
+    the estimated hallucination rates."""
     lines = [
         "| dataset | checker | claims | failed | " + " | ".join(_HEADLINE) + " | claims/s |",
         "|---|---|---:|---:|" + "---:|" * len(_HEADLINE) + "---:|",
@@ -148,7 +172,7 @@ def render_markdown(report: BenchReport) -> str:
                 f"| {result.dataset} | {scores.checker} | {scores.examples} | {scores.failed} "
                 f"| {cells} | {scores.claims_per_second:.1f} |"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _rates_lines(report)) + "\n"
 
 
 def render_html(report: BenchReport) -> str:

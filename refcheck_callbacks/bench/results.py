@@ -51,6 +51,18 @@ class ResponseScores(BaseModel):
     spearman: float | None
 
 
+class RateScores(BaseModel):
+    """The hallucination rate of a set's traffic: true, raw and estimated (90% interval)."""
+
+    audit_labels: int
+    claims: int
+    true: float
+    raw: float | None
+    adjusted: float | None
+    low: float | None
+    high: float | None
+
+
 class CheckerScores(BaseModel):
     checker: str
     examples: int
@@ -61,6 +73,8 @@ class CheckerScores(BaseModel):
     binary: BinaryScores | None = None
     response_level: ResponseScores | None = None
     contradiction: ContradictionScores | None = None
+    rates: RateScores | None = None
+    """The estimated hallucination rate from a 200-label audit (`bench.rate_scores`)."""
 
 
 class DatasetResult(BaseModel):

@@ -26,6 +26,7 @@ from refcheck_callbacks.bench.data_dir import data_dir
 from refcheck_callbacks.bench.datasets import (
     DATASET_NAMES,
     LabelledExample,
+    gold_supported,
     load_dataset,
 )
 from refcheck_callbacks.bench.labelled_file import PREFIX as FILE_PREFIX
@@ -33,6 +34,7 @@ from refcheck_callbacks.bench.labelled_file import load_labelled_file
 from refcheck_callbacks.bench.planted_edits import ANY_PREFIX as PLANTED_ANY_PREFIX
 from refcheck_callbacks.bench.planted_edits import PREFIX as PLANTED_PREFIX
 from refcheck_callbacks.bench.planted_edits import planted_examples
+from refcheck_callbacks.bench.rate_scores import rate_scores
 from refcheck_callbacks.bench.report import render_html, render_markdown
 from refcheck_callbacks.bench.results import (
     HISTOGRAM_BINS,
@@ -100,12 +102,6 @@ def support_score(verdict: Verdict) -> float:
     if verdict.probabilities is not None and Label.ENTAILMENT in verdict.probabilities:
         return verdict.probabilities[Label.ENTAILMENT]
     return verdict.confidence if verdict.label is Label.ENTAILMENT else 1.0 - verdict.confidence
-
-
-def gold_supported(example: LabelledExample) -> bool | None:
-    if example.supported is not None:
-        return example.supported
-    return None if example.label is None else example.label is Label.ENTAILMENT
 
 
 async def check_examples(
@@ -242,6 +238,7 @@ def score(
         binary=_binary(pairs),
         response_level=_response_level(pairs),
         contradiction=contradiction_scores(pairs, [gold_supported(e) for e, _ in pairs]),
+        rates=rate_scores(pairs),
     )
 
 

@@ -59,7 +59,7 @@ def test_bench_scores_every_loadable_dataset(bench_run: Path) -> None:
         binary = scores["binary"]
         assert binary is not None and 0.0 <= binary["balanced_accuracy"] <= 1.0
         assert sum(map(sum, binary["confusion"])) == binary["examples"]
-    table = (bench_run / "bench.md").read_text(encoding="utf-8").splitlines()
+    table = (bench_run / "bench.md").read_text(encoding="utf-8").split("\n\n")[0].splitlines()
     assert [row.split(" | ")[0].lstrip("| ") for row in table[2:]] == list(DATASET_NAMES)
     rows = [json.loads(line) for line in (bench_run / "predictions.jsonl").open(encoding="utf-8")]
     assert len(rows) == sum(d["examples"] for d in report["datasets"])
