@@ -60,8 +60,13 @@ class EmbeddedRelevance:
         return self._load()[0].threshold
 
     def prepare(self, texts: Sequence[str]) -> list[features.Passage]:
-        """Passages prepared once for several `score` calls."""
-        return features.prepare_passages(texts, self._load()[1])
+        """Passages prepared once for several `score` calls (from what the embedded checker
+        prepared of the same texts, when it just did: `check.embedded.recent`)."""
+        from refcheck_callbacks.check.embedded import recent
+
+        _, static = self._load()
+        checked = recent.recall(texts) if static is shipped_static() else None
+        return features.prepare_passages(texts, static, checked)
 
     def score(self, query: str, passages: Sequence[features.Passage]) -> list[float]:
         """The relevance of each passage to `query`."""
