@@ -28,6 +28,8 @@ class RelevanceScorer(Protocol):
 
     def score(self, query: str, passages: Sequence[Any]) -> list[float]: ...
 
+    def scores(self, query: str, passages: Sequence[Any]) -> tuple[list[float], list[float]]: ...
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -82,11 +84,11 @@ class Diagnostics:
         question = (request.question or "").strip() or None
         threshold = self.relevance.threshold
         passages = self.relevance.prepare([reference.text for reference in request.references])
-        reference_relevance: list[float | None] = (
-            list(self.relevance.score(question, passages))
-            if question and passages
-            else [None] * len(passages)
-        )
+        reference_relevance: list[float | None] = [None] * len(passages)
+        alone: list[float] = []
+        if question and passages:
+            among, alone = self.relevance.scores(question, passages)
+            reference_relevance = list(among)
         claim_relevance: list[float | None] = [None] * len(claims)
         answer_relevance = None
         if question:
@@ -95,13 +97,13 @@ class Diagnostics:
                 claim_relevance = list(self.relevance.score(question, claim_passages))
             answer = self.relevance.prepare([request.answer])
             answer_relevance = self.relevance.score(question, answer)[0]
-        retrieved = any(r is not None and r >= threshold for r in reference_relevance)
+        retrieved = any(r >= threshold for r in alone)
         diagnosed = []
         for claim, verdict, relevance in zip(claims, verdicts, claim_relevance, strict=False):
             relevant = retrieved
             if question is None and verdict.label is Label.NEUTRAL and passages:
                 # No question: the references are judged against the claim's own subject.
-                relevant = max(self.relevance.score(claim.text, passages)) >= threshold
+                relevant = max(self.relevance.scores(claim.text, passages)[1]) >= threshold
             cause = cause_of(verdict, relevant, refusal=is_non_answer(claim.text))
             diagnosed.append(verdict.model_copy(update={"relevance": relevance, "cause": cause}))
         supports = _supports(verdicts, len(passages))

@@ -24,7 +24,7 @@ from refcheck_callbacks.check.base import SyncChecker
 from refcheck_callbacks.check.conflict.base import contradiction
 from refcheck_callbacks.check.conflict.stated_facts import STATED_FACT_SHARE
 from refcheck_callbacks.check.conflict.stated_facts import found as stated_fact
-from refcheck_callbacks.check.embedded import conflicts, reference_sentences
+from refcheck_callbacks.check.embedded import conflicts, recent, reference_sentences
 from refcheck_callbacks.check.scores import SUPPORT_THRESHOLD, at_half
 from refcheck_callbacks.embeddings.minilm import SentenceEncoder, bundled_minilm_path
 from refcheck_callbacks.support.extras import require, require_installed
@@ -157,6 +157,8 @@ class EmbeddedChecker(SyncChecker):
                         runtime.features.prepare_references(texts, runtime.static),
                         reference_sentences.parse_references(texts),
                     )
+                    if self._model_path is None and self._encoder is None:  # the shared table
+                        recent.remember(texts, prepared[item.request_id][0])
                 verdicts.append(self._verdict(runtime, item, *prepared[item.request_id]))
             except Exception as exc:  # one bad claim must not fail its whole batch
                 logger.warning("embedded checker failed on a claim", exc_info=True)

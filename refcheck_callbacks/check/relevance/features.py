@@ -82,19 +82,25 @@ class Passage:
     word_count: int
 
 
-def prepare_passages(texts: Sequence[str], static: StaticEmbeddings) -> list[Passage]:
-    """Each text tokenised once (one batch), embedded whole and by windows of its tokens."""
+def prepare_passages(
+    texts: Sequence[str], static: StaticEmbeddings, checked: Any = None
+) -> list[Passage]:
+    """Each text tokenised once (one batch), embedded whole and by windows of its tokens; or,
+    given the embedded checker's `PreparedReferences` of the same texts (`checked`), from its
+    token ids and segment vectors, with no tokenisation at all."""
     clipped = [text[:MAX_PASSAGE_CHARS] for text in texts]
-    ids = static.token_ids(clipped)
-    vectors = static.embed(ids)
-    out = []
-    for text, text_ids, vector in zip(clipped, ids, vectors, strict=True):
-        words = tokens(text)
+    if checked is None:
+        ids = static.token_ids(clipped)
+        vectors = static.embed(ids)
         windows = [
-            text_ids[start : start + SEGMENT_TOKENS]
-            for start in range(0, len(text_ids), SEGMENT_TOKENS)
+            _windows(text_ids, vector, static)
+            for text_ids, vector in zip(ids, vectors, strict=True)
         ]
-        segment_vectors = static.embed(windows) if len(windows) > 1 else vector[None, :]
+    else:
+        ids, vectors, windows = _from_checked(len(texts), checked, static)
+    out = []
+    for text, text_ids, vector, segment_vectors in zip(clipped, ids, vectors, windows, strict=True):
+        words = tokens(text)
         distinct = np.unique(text_ids)
         out.append(
             Passage(
@@ -110,6 +116,29 @@ def prepare_passages(texts: Sequence[str], static: StaticEmbeddings) -> list[Pas
             )
         )
     return out
+
+
+def _windows(ids: Any, vector: Any, static: StaticEmbeddings) -> Any:
+    windows = [ids[start : start + SEGMENT_TOKENS] for start in range(0, len(ids), SEGMENT_TOKENS)]
+    return static.embed(windows) if len(windows) > 1 else vector[None, :]
+
+
+def _from_checked(count: int, checked: Any, static: StaticEmbeddings) -> tuple[Any, Any, Any]:
+    """Per reference: its token ids, vector and segment vectors, from the checker's segments."""
+    rows: list[list[int]] = [[] for _ in range(count)]
+    for row, segment in enumerate(checked.segments):
+        rows[segment.reference_index].append(row)
+    empty: Any = np.zeros(0, dtype=np.int32)
+    ids = [
+        np.concatenate([checked.segment_ids[r] for r in chosen]) if chosen else empty
+        for chosen in rows
+    ]
+    vectors = static.embed(ids)
+    windows = [
+        checked.segment_vectors[chosen] if chosen else vector[None, :]
+        for chosen, vector in zip(rows, vectors, strict=True)
+    ]
+    return ids, vectors, windows
 
 
 def _share(wanted: set[Any] | frozenset[Any], available: frozenset[Any]) -> float:

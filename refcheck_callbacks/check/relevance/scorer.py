@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from refcheck_callbacks.check.relevance import features
 from refcheck_callbacks.check.relevance.head import HEAD_PATH, RelevanceHead, load_head
 
@@ -60,13 +62,30 @@ class EmbeddedRelevance:
         return self._load()[0].threshold
 
     def prepare(self, texts: Sequence[str]) -> list[features.Passage]:
-        """Passages prepared once for several `score` calls."""
-        return features.prepare_passages(texts, self._load()[1])
+        """Passages prepared once for several `score` calls (from what the embedded checker
+        prepared of the same texts, when it just did: `check.embedded.recent`)."""
+        from refcheck_callbacks.check.embedded import recent
+
+        _, static = self._load()
+        checked = recent.recall(texts) if static is shipped_static() else None
+        return features.prepare_passages(texts, static, checked)
 
     def score(self, query: str, passages: Sequence[features.Passage]) -> list[float]:
-        """The relevance of each passage to `query`."""
+        """The relevance of each passage to `query`, among the others."""
+        return self.scores(query, passages)[0]
+
+    def scores(
+        self, query: str, passages: Sequence[features.Passage]
+    ) -> tuple[list[float], list[float]]:
+        """Each passage's relevance among the others (what ranks them) and alone (what the
+        cause rule reads: the best of several topical passages is not thereby relevant)."""
         if not passages:
-            return []
+            return [], []
         head, static = self._load()
-        rows = features.query_features(query, passages, static)
-        return [float(p) for p in head.probability(rows)]
+        base = features.base_features(query, passages, static)
+        among = features.in_context(base)
+        alone = np.concatenate([base, np.zeros((len(base), len(features.IN_CONTEXT)))], axis=1)
+        return (
+            [float(p) for p in head.probability(among)],
+            [float(p) for p in head.probability(alone)],
+        )

@@ -9,7 +9,10 @@ import pytest
 
 from refcheck_callbacks.check.diagnose.causes import cause_of
 from refcheck_callbacks.check.diagnose.non_answers import is_non_answer
+from refcheck_callbacks.check.embedded import recent
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.check.relevance.features import prepare_passages
+from refcheck_callbacks.check.relevance.scorer import EmbeddedRelevance, shipped_static
 from refcheck_callbacks.engine.pipeline import Pipeline
 from refcheck_callbacks.extract.sentences import SentenceExtractor
 from refcheck_callbacks.types import Cause, CheckRequest, CheckResult, Label, Reference, Verdict
@@ -141,3 +144,19 @@ def test_the_cause_rule() -> None:
     assert cause_of(contradiction, context_relevant=False) is Cause.CONTRADICTED
     assert cause_of(Verdict(label=Label.ENTAILMENT, confidence=1.0), True) is None
     assert cause_of(Verdict(label=None, error="failed"), False) is None
+
+
+def test_diagnostics_read_the_references_the_checker_prepared(pipeline: Pipeline) -> None:
+    texts = [TOWER.text + " (prepared once)"]
+    run(
+        pipeline,
+        question=QUESTION,
+        answer="It was completed in 1889.",
+        references=[Reference(text=texts[0])],
+    )
+    checked = recent.recall(texts)
+    assert checked is not None, "the checker keeps what it prepared"
+    reused = EmbeddedRelevance().prepare(texts)[0]
+    fresh = prepare_passages(texts, shipped_static())[0]
+    assert list(reused.ids) == list(fresh.ids)
+    assert float(reused.vector @ fresh.vector) == pytest.approx(1.0, abs=1e-6)
