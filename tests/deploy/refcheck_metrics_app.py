@@ -57,7 +57,7 @@ from refcheck_callbacks.check.calibration.rates import RateFit, RateName
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage
 from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
-from refcheck_callbacks.contract.reasons import ForwardReason, RejectReason, Tally
+from refcheck_callbacks.contract.reasons import ForwardReason, IgnoreReason, RejectReason, Tally
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 
 MODELS = ("model-a", "model-b")
@@ -209,6 +209,8 @@ def main(port: int, feedback_file: str) -> None:
         max_wait=0.01,
         feedback_file=feedback_file,
         calibration=calibration,
+        audit_rate=0.5,  # the audit's draws reach the metrics too
+        audit_file=f"{feedback_file}.audit",
     )
     sampled_out = RefCheckMonitor(checker=checker, sample_rate=0.0)
     tiny = RefCheckMonitor(checker=checker, on_result=[totals], max_queue=1, max_wait=0.2)
@@ -279,6 +281,7 @@ def main(port: int, feedback_file: str) -> None:
             collector = TraceCollector(monitor, record=monitor.record)
             collector.reject(RejectReason.MALFORMED, "not a trace export")
             collector.lose_forward(ForwardReason.FAILED, "the downstream did not answer")
+            collector.ignore(IgnoreReason.METRICS)
         stats = {
             t.value: monitor.stats.get(t) + sampled_out.stats.get(t) + tiny.stats.get(t)
             for t in Tally

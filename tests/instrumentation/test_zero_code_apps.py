@@ -97,7 +97,7 @@ def test_an_app_with_no_refcheck_code_gets_evaluations_on_its_trace(
     assert [line.split()[0] for line in run.lines] == ["trace", "answer"], run.lines
     evaluations = run.evaluations()
     by_name = {r["attributes"]["gen_ai.evaluation.name"]: r for r in evaluations}
-    assert set(by_name) == {"refcheck.claim", "refcheck.response"}, run.stderr[-3000:]
+    assert set(by_name) == {"refcheck.claim", "refcheck.response", "relevance"}, run.stderr[-3000:]
     assert {r["trace_id"] for r in evaluations} == {run.trace_id}
     # 450 metres against the document's 330: a contradiction, found in a checking process.
     assert by_name["refcheck.claim"]["attributes"]["gen_ai.evaluation.score.label"] == (

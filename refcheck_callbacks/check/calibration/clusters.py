@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 
 def cluster_ids(answers: Sequence[Sequence[str]]) -> list[list[int]]:
     """A cluster id per claim of each answer (given as its claims' texts): claims of one
@@ -48,14 +46,13 @@ def design_effect(clusters: Sequence[tuple[int, int]]) -> float:
     """How much more a flag share varies than a binomial one over the same claims, given
     (flagged, claims) per cluster: the cluster-robust variance of the ratio over
     `q (1 - q) / n`, at least 1. One cluster, or a share of 0 or 1, tells nothing: 1."""
-    totals = np.array([total for _, total in clusters], dtype=np.float64)
-    flagged = np.array([count for count, _ in clusters], dtype=np.float64)
-    n, groups = float(totals.sum()), len(clusters)
+    n, groups = float(sum(total for _, total in clusters)), len(clusters)
     if groups < 2 or n <= 0:
         return 1.0
-    share = float(flagged.sum()) / n
+    share = sum(count for count, _ in clusters) / n
     binomial = share * (1.0 - share) / n
     if binomial <= 0.0:
         return 1.0
-    robust = groups / (groups - 1) * float(((flagged - share * totals) ** 2).sum()) / n**2
+    spread = sum((count - share * total) ** 2 for count, total in clusters)
+    robust = groups / (groups - 1) * spread / n**2
     return max(1.0, robust / binomial)

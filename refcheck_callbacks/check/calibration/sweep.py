@@ -16,10 +16,9 @@ the audit carry less information than their claim counts say.
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Sequence
-
-import numpy as np
 
 from refcheck_callbacks.check.calibration.estimate import (
     INDEPENDENT,
@@ -40,13 +39,12 @@ def sweep_points(
 ) -> tuple[SweepPoint, ...]:
     """The audit's flag counts at every threshold, from the P(entailment) of its claims of
     the rate's kind (`positive_scores`) and of the others."""
-    positives = np.asarray(positive_scores, dtype=np.float64)
-    negatives = np.asarray(negative_scores, dtype=np.float64)
+    positives, negatives = sorted(positive_scores), sorted(negative_scores)
     return tuple(
         SweepPoint(
             threshold=threshold,
-            flagged_positives=int((positives < threshold).sum()),
-            flagged_negatives=int((negatives < threshold).sum()),
+            flagged_positives=bisect.bisect_left(positives, threshold),
+            flagged_negatives=bisect.bisect_left(negatives, threshold),
         )
         for threshold in THRESHOLDS
     )
@@ -76,11 +74,13 @@ def median_sweep(
     single = adjusted_count(claims, flagged, fit, design=design)
     if fit is None or not fit.sweep or single.adjusted is None:
         return single
-    scores = np.asarray(support_scores, dtype=np.float64)
+    scores = sorted(support_scores)  # flagged at a cut: the scores below it
     found = []
     for point in fit.sweep:
         cut = _cut(fit, point)
-        estimate = adjusted_count(claims, int((scores < point.threshold).sum()), cut, design=design)
+        estimate = adjusted_count(
+            claims, bisect.bisect_left(scores, point.threshold), cut, design=design
+        )
         tpr, fpr = cut.true_positive_rate or 0.0, cut.false_positive_rate or 0.0
         if estimate.adjusted is not None:
             found.append((tpr - fpr, estimate))

@@ -12,10 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from refcheck_callbacks.integrations.otlp.intake import Reservation
+
+class Reservation(Protocol):
+    """What parsing needs of the room it holds (`intake.Reservation`, which imports this
+    module for its refusals)."""
+
+    held: int
+
+    def grow_at_least(self, total: int, what: str) -> int: ...
+
 
 KEPT_PREFIXES = (
     "input.",
