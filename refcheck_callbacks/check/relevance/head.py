@@ -24,7 +24,9 @@ class RelevanceHead:
     biases: list[Any]
     threshold: float
     """The relevance from which a passage counts as relevant (the cause rule's cut), chosen
-    on the training data for balanced accuracy."""
+    on the training data for balanced accuracy. Loaded heads have it folded into the output
+    bias (`centred`), so that the cut is 1/2 for every reader: the cause rule, the exported
+    `relevant` / `not_relevant` label and the alert's `le="0.5"` bucket."""
 
     def probability(self, features: Any) -> Any:
         hidden = (np.asarray(features, dtype=np.float64) - self.mean) / self.scale
@@ -45,6 +47,17 @@ class RelevanceHead:
             **metadata,
         }
 
+    def centred(self) -> RelevanceHead:
+        """The same ranking with the cut moved to 1/2: the output's logit shifted by the
+        threshold's, which changes no order (MAP and AUROC stay) and no decision."""
+        if self.threshold == 0.5:
+            return self
+        shift = float(np.log(self.threshold / (1.0 - self.threshold)))
+        biases = [*self.biases[:-1], np.asarray(self.biases[-1]) - shift]
+        return RelevanceHead(
+            self.feature_names, self.mean, self.scale, self.weights, biases, threshold=0.5
+        )
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RelevanceHead:
         return cls(
@@ -58,4 +71,5 @@ class RelevanceHead:
 
 
 def load_head(path: Path = HEAD_PATH) -> RelevanceHead:
-    return RelevanceHead.from_json(json.loads(path.read_text(encoding="utf-8")))
+    """The head as the pipeline uses it: its cut at 1/2 (`centred`)."""
+    return RelevanceHead.from_json(json.loads(path.read_text(encoding="utf-8"))).centred()

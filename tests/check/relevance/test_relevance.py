@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
 from refcheck_callbacks.bench.metrics import mean_average_precision
 from refcheck_callbacks.check.relevance.answer_types import AnswerType, expected_type
+from refcheck_callbacks.check.relevance.head import HEAD_PATH, RelevanceHead, load_head
 from refcheck_callbacks.check.relevance.scorer import EmbeddedRelevance
 
 
@@ -64,3 +68,16 @@ def test_mean_average_precision_ranks_within_each_question() -> None:
     scores = [0.9, 0.5, 0.1, 0.8, 0.2, 0.3]
     # a: the relevant passage is second (1/2); b: first (1); c has no negative: left out.
     assert mean_average_precision(groups, relevant, scores) == pytest.approx(0.75)
+
+
+def test_the_loaded_head_cuts_at_one_half_as_it_ranked_and_decided_at_its_own_cut() -> None:
+    """The head's balanced cut is folded into its output, so that the cause rule, the exported
+    relevant / not_relevant label and the alert's le="0.5" bucket read one cut."""
+    raw = RelevanceHead.from_json(json.loads(HEAD_PATH.read_text(encoding="utf-8")))
+    centred = load_head()
+    assert raw.threshold != 0.5 and centred.threshold == 0.5
+    features = np.random.default_rng(3).normal(size=(500, len(raw.feature_names)))
+    features = features * raw.scale + raw.mean
+    before, after = raw.probability(features), centred.probability(features)
+    assert (np.argsort(before) == np.argsort(after)).all()
+    assert ((before >= raw.threshold) == (after >= 0.5)).mean() > 0.99  # rounding at the cut
