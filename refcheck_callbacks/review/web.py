@@ -33,7 +33,7 @@ b back</div><script>
 const token = new URLSearchParams(location.search).get("token");
 function el(tag, text, cls) { const e = document.createElement(tag);
   if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; }
-function cut(c, marked) { const p = el("p"); p.append(c.before);
+function cut(c) { const p = el("p"); p.append(c.before);
   if (c.marked) { const m = el("mark", c.marked); p.append(m); }
   p.append(c.after); if (c.left_out) p.append(el("span", " [... " + c.left_out +
   " more characters not shown]", "dim")); return p; }
@@ -62,14 +62,26 @@ function show(state) {
   main.append(el("h2", "References"));
   v.references.forEach((r, i) => { const p = cut(r.text);
     p.prepend("[" + (i + 1) + "]" + (r.id ? " " + r.id : "") + ": "); main.append(p); });
+  if (v.references_left_out) main.append(el("p", "[... " + v.references_left_out +
+    " more references]", "dim"));
   main.append(el("h2", "Answer")); main.append(cut(v.answer));
 }
-async function call(path, body) {
-  const r = await fetch(path, {method: body ? "POST" : "GET", body: body &&
-    JSON.stringify(body), headers: {"X-Refcheck-Token": token,
-    "Content-Type": "application/json"}});
-  show(await r.json());
+async function request(path, body) {
+  try {
+    const r = await fetch(path, {method: body ? "POST" : "GET", body: body &&
+      JSON.stringify(body), headers: {"X-Refcheck-Token": token,
+      "Content-Type": "application/json"}});
+    if (!r.ok) throw new Error("HTTP " + r.status + " " + r.statusText);
+    show(await r.json());
+  } catch (error) {
+    document.getElementById("status").textContent = "The review server did not answer (" +
+      error.message + "): nothing was saved. Is refcheck review still running?";
+  }
 }
+// One call at a time, in the order of the keys: the server takes them as typed (the browser
+// could otherwise send them on parallel connections), and the last answer shown is the last.
+let queue = Promise.resolve();
+function call(path, body) { queue = queue.then(() => request(path, body)); }
 const keys = {e: "Entailment", 1: "Entailment", n: "Neutral", 2: "Neutral",
   c: "Contradiction", 3: "Contradiction"};
 document.addEventListener("keydown", (event) => {

@@ -1,20 +1,17 @@
 """`refcheck review FILE --web`: the page on 127.0.0.1, over real HTTP: it labels the file as
 the terminal does, and refuses calls without the page's token or for another host name.
-(No headless browser on the test machine: the page's script is not run here.)"""
+The page's script in a real browser: test_review_web_browser.py."""
 
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from review_server import review_server
 
-ROOT = Path(__file__).resolve().parents[2]
 RECORD = {
     "audit": True,
     "request_id": "r1",
@@ -34,19 +31,8 @@ def page(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     """(the page's address, its token, the audit file) of a running `refcheck review --web`."""
     path = tmp_path / "audit.jsonl"
     path.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "refcheck_callbacks.cli", "review", str(path), "--web"],
-        stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=(\S+)", line)
-        assert found, line
-        yield found[1], found[2], path
-    finally:
-        server.terminate()
-        server.wait(30)
+    with review_server(path) as (address, token):
+        yield address, token, path
 
 
 def test_the_page_labels_the_file(page: tuple[str, str, Path]) -> None:
