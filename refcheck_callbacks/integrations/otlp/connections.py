@@ -17,8 +17,11 @@ oldest lingering one is closed first, uncounted.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
+import fcntl
+import termios
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,6 +59,14 @@ class Connection:
     evicted: bool = False
     answered: bool = False
     """Its current request was answered (and counted, if refused): closing it counts nothing."""
+
+    def waiting_for(self) -> Waiting:
+        """Its state for eviction: a fresh connection whose request already waits in the
+        kernel, not yet read because the loop was busy, has sent something (its client
+        proved itself), so it is not closed as one that sent nothing."""
+        if self.state is Waiting.FRESH and _unread_bytes(self.writer) > 0:
+            return Waiting.CLIENT
+        return self.state
 
     def now(self, state: Waiting) -> None:
         self.state = state
@@ -104,7 +115,7 @@ class ConnectionTable:
         waiting = [c for c in self._open if c.state is not Waiting.SERVING and not c.evicted]
         if not waiting:
             return False
-        victim = min(waiting, key=lambda c: (c.state, c.waiting_since))
+        victim = min(waiting, key=lambda c: (c.waiting_for(), c.waiting_since))
         if not victim.answered:
             self._on_evict()
         self._abort(victim)
@@ -130,3 +141,16 @@ class ConnectionTable:
         if connection in self._open:
             self._open.discard(connection)
             self._freed.set()
+
+
+def _unread_bytes(writer: asyncio.StreamWriter) -> int:
+    """Bytes the kernel holds for the connection that nobody has read yet (FIONREAD)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return 0
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(sock.fileno(), termios.FIONREAD, count)
+    except OSError:
+        return 0
+    return count[0]
