@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from refcheck_callbacks.alerting.rules import rules_yaml
 from refcheck_callbacks.alerting.tunables import AlertTunables
@@ -201,10 +201,7 @@ def _simulate_relevance(args: argparse.Namespace, tunables: AlertTunables) -> in
         workers=args.workers,
     )
     figures = simulate_relevance(settings=settings, tunables=tunables)
-    sys.stdout.write(relevance_markdown(figures))
-    if args.json is not None:
-        _write(args.json, json.dumps([f.model_dump() for f in figures], indent=2) + "\n")
-    return 0
+    return _report(args, relevance_markdown(figures), figures)
 
 
 def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
@@ -223,7 +220,12 @@ def _simulate(args: argparse.Namespace, tunables: AlertTunables) -> int:
         audit_unsupported=args.audit_unsupported,
     )
     figures = simulate(rates_from_bench(args.simulate), settings, tunables, args.rules)
-    sys.stdout.write(markdown(figures))
+    return _report(args, markdown(figures), figures)
+
+
+def _report(args: argparse.Namespace, table: str, figures: Sequence[BaseModel]) -> int:
+    """A simulation's table on stdout, and its figures as JSON where `--json` asks."""
+    sys.stdout.write(table)
     if args.json is not None:
         _write(args.json, json.dumps([f.model_dump() for f in figures], indent=2) + "\n")
     return 0
