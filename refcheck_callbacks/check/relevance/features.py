@@ -204,11 +204,23 @@ def base_features(query: str, passages: Sequence[Passage], static: StaticEmbeddi
     return out
 
 
+def claim_context_cosines(question: str, claims: Sequence[str], static: StaticEmbeddings) -> Any:
+    """Each claim's static cosine to the question joined with the answer's other claims (the
+    claim itself left out, by subtracting its weighted sum: one tokenisation in all)."""
+    from refcheck_callbacks.check.embedded.static_embeddings import unit_rows
+
+    sums = static.weighted_sums(static.token_ids([question, *claims]))
+    question_sum, claim_sums = sums[0], sums[1:]
+    contexts = unit_rows(question_sum + claim_sums.sum(axis=0) - claim_sums)
+    return (unit_rows(claim_sums) * contexts).sum(axis=1)
+
+
 __all__ = [
     "BASE_NAMES",
     "FEATURE_NAMES",
     "AnswerType",
     "Passage",
+    "claim_context_cosines",
     "prepare_passages",
     "query_features",
 ]
