@@ -171,8 +171,8 @@ def claim_calibration(head: RelevanceHead) -> tuple[float, float, dict[str, Any]
     question_only: Any = np.zeros(len(claims))
     for indices in by_answer.values():
         question, texts = claims[indices[0]].question, [claims[i].claim for i in indices]
-        cosines[indices] = features.claim_context_cosines(question, texts, static)
         passages = features.prepare_passages(texts, static)
+        cosines[indices] = features.claim_context_cosines(question, passages, static)
         question_only[indices] = head.probability(
             features.query_features(question, passages, static)
         )

@@ -95,12 +95,14 @@ class Diagnostics:
         claim_alone: list[float] = [0.0] * len(claims)
         answer_relevance = None
         if question:
+            # The claims and the answer in one batch: one tokenisation call, not two.
+            *claim_passages, answer = self.relevance.prepare(
+                [*(claim.text for claim in claims), request.answer]
+            )
             if claims:
-                claim_passages = self.relevance.prepare([claim.text for claim in claims])
                 claim_alone = self.relevance.scores(question, claim_passages)[1]
                 claim_relevance = list(self.relevance.claim_scores(question, claim_passages))
-            answer = self.relevance.prepare([request.answer])
-            answer_relevance = self.relevance.score(question, answer)[0]
+            answer_relevance = self.relevance.score(question, [answer])[0]
         best = max(alone, default=0.0)
         diagnosed = []
         for index, (claim, verdict) in enumerate(zip(claims, verdicts, strict=False)):

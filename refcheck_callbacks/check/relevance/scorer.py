@@ -79,7 +79,7 @@ class EmbeddedRelevance:
         if not claims:
             return []
         head, static = self._load()
-        cosines = features.claim_context_cosines(question, [c.text for c in claims], static)
+        cosines = features.claim_context_cosines(question, claims, static)
         return [float(p) for p in head.claim_probability(cosines)]
 
     def score(self, query: str, passages: Sequence[features.Passage]) -> list[float]:
