@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from refcheck_callbacks.check.relevance.selection import relevance_spec
 from refcheck_callbacks.contract.registry import (
     CHECKERS,
     EXPORTERS,
@@ -72,6 +73,9 @@ REFCHECK_JUDGE_BUDGET_TOKENS = "REFCHECK_JUDGE_BUDGET_TOKENS"
 """Tokens (prompt and output) `llm:` judges and extractors may use per budget window."""
 REFCHECK_JUDGE_BUDGET_WINDOW = "REFCHECK_JUDGE_BUDGET_WINDOW"
 """The rolling window of the judge budget: seconds, or a number with `s`, `m`, `h` or `d`."""
+REFCHECK_RELEVANCE = "REFCHECK_RELEVANCE"
+"""How diagnostics score relevance: `embedded` (the offline head) or `llm:MODEL` (an LLM
+relevance judge): `RefCheckMonitor(relevance=)`."""
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = (
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 )
@@ -125,6 +129,7 @@ class EnvironmentSettings:
     exit_timeout: float | None = None
     capture_content: bool | None = None
     judge_budget: JudgeBudgetSettings | None = None
+    relevance: str | None = None
 
 
 def read_environment(environ: Mapping[str, str] | None = None) -> EnvironmentSettings:
@@ -156,6 +161,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> EnvironmentSet
         exit_timeout=_read(env, REFCHECK_EXIT_TIMEOUT, _positive),
         capture_content=_read(env, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, _switch),
         judge_budget=_judge_budget(env),
+        relevance=_read(env, REFCHECK_RELEVANCE, relevance_spec),
     )
 
 

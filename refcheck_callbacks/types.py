@@ -347,6 +347,26 @@ class ReferenceUse(_Model):
     """The indices of the claims it supports."""
 
 
+class RelevanceSubject(str, Enum):
+    """What a relevance score is of: a reference, a claim, or the whole answer."""
+
+    REFERENCE = "reference"
+    CLAIM = "claim"
+    ANSWER = "answer"
+
+
+class RelevanceFallback(_Model):
+    """A relevance score an LLM relevance judge (`llm:MODEL`) could not give, so the offline
+    head gave it instead (docs/diagnostics.md)."""
+
+    subject: RelevanceSubject
+    index: int = Field(default=0, ge=0)
+    """The reference's or claim's position in the request (0 for the answer)."""
+    reason: str
+    """`budget_exhausted` (the judge budget refused the call), `unreadable` (the reply holds
+    no valid grade for it), or the failed call's kind (`timeout`, `rate_limit`, ...)."""
+
+
 class TraceContext(_Model):
     """The OpenTelemetry span context that was current when the app produced the answer."""
 
@@ -417,6 +437,11 @@ class CheckResult(_Model):
     non_answer: bool = False
     """The answer is a refusal or a non-answer ("I could not find that in the documents"):
     counted apart from hallucination."""
+    relevance_scorer: str | None = None
+    """Who scored relevance: `embedded` (the offline head) or `llm` (an LLM relevance judge,
+    with what it could not score in `relevance_fallbacks`); None when no diagnostics ran."""
+    relevance_fallbacks: tuple[RelevanceFallback, ...] = ()
+    """The scores the LLM relevance judge could not give, which the offline head gave."""
 
     @property
     def hallucination_ratio(self) -> float | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from refcheck_callbacks.check.calibration.file import Calibration
+from refcheck_callbacks.check.relevance.judged import RelevanceJudge
 from refcheck_callbacks.cli.refchecker_format import (
     FILE_LIMITS,
     OUR_FIELD,
@@ -62,6 +63,8 @@ class BatchOptions:
     """Batches in flight at once: more than 1 pays off for LLM stages, which wait on the network."""
     calibration: Calibration | None = None
     """The app's decision points (`refcheck calibrate`), applied after the conflict stage."""
+    relevance: RelevanceJudge | None = None
+    """Diagnostics' relevance judge (`--relevance llm:MODEL`); None: the offline head."""
 
 
 @dataclass
@@ -273,6 +276,7 @@ class BatchRun:
             timeouts=timeouts,
             max_claims=FILE_LIMITS.max_claims,
             calibration=options.calibration,
+            relevance=options.relevance,
         )
 
     def run(self) -> Summary:

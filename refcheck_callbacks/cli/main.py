@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.bench.datasets import DATASET_NAMES
+from refcheck_callbacks.check.relevance.selection import relevance_judge
 from refcheck_callbacks.cli import alert_rules, calibrate, fit_cascade, rates, review
 from refcheck_callbacks.cli.collect import add_collect_command
 from refcheck_callbacks.cli.component_names import (
@@ -44,7 +45,12 @@ from refcheck_callbacks.contract.registry import (
     conflict_finder,
 )
 from refcheck_callbacks.engine.aggregate import Aggregator
-from refcheck_callbacks.errors import CalibrationError, ComponentSpecError, MissingExtraError
+from refcheck_callbacks.errors import (
+    CalibrationError,
+    ComponentSpecError,
+    ConfigurationError,
+    MissingExtraError,
+)
 
 if TYPE_CHECKING:
     from refcheck_callbacks.check.calibration.file import Calibration
@@ -133,6 +139,17 @@ def _add_file_command(
             help="how `Y` sums up a response (default: soft, as RefChecker): strict = any "
             "Contradiction, else any Neutral, else Entailment; soft = share of each label; "
             "major = the most frequent label",
+        )  # fmt: skip
+        parser.add_argument(
+            "--relevance", default="embedded", metavar="SPEC",
+            help="how diagnostics score each reference's, claim's and the answer's relevance "
+            "to the question: embedded (default, the offline head) or llm:MODEL (one LLM call "
+            "per record; what it cannot grade falls back to the head, counted)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--relevance-api-base", "--relevance_api_base", dest="relevance_api_base",
+            metavar="URL", help="the OpenAI-compatible endpoint (e.g. vLLM) of an llm:MODEL "
+            "relevance",
         )  # fmt: skip
         parser.add_argument(
             "--calibration", type=Path, default=None, metavar="FILE",
@@ -281,7 +298,10 @@ def _run_file_command(args: argparse.Namespace) -> int:
         checker = (
             build_checker(_spec(args, "checker"), args.checker_api_base) if mode.checks else None
         )
-    except ComponentSpecError as exc:
+        relevance = (
+            relevance_judge(args.relevance, args.relevance_api_base) if mode.checks else None
+        )
+    except (ComponentSpecError, ConfigurationError) as exc:
         return _fail(str(exc))
     try:
         calibration = _calibration(args)
@@ -298,6 +318,7 @@ def _run_file_command(args: argparse.Namespace) -> int:
         stage_timeout=args.stage_timeout,
         concurrency=args.concurrency,
         calibration=calibration,
+        relevance=relevance,
     )
     try:
         run = BatchRun(options, extractor, checker)

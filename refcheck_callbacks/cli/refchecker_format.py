@@ -288,6 +288,11 @@ def checked_record(
         ours["references"] = _references(result)
         ours["answer_relevance"] = result.answer_relevance
         ours["non_answer"] = result.non_answer
+        ours["relevance_scorer"] = result.relevance_scorer
+        if result.relevance_fallbacks:
+            ours["relevance_fallbacks"] = [
+                f.model_dump(mode="json") for f in result.relevance_fallbacks
+            ]
     out = dict(raw)
     if mode is Mode.EXTRACT_CHECK:
         out["claims"] = [claim_field(c) for c in result.claims]

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from refcheck_callbacks.check.calibration.file import CalibrationSource, load_calibration
+from refcheck_callbacks.check.relevance.selection import RelevanceSource, checked_spec
 from refcheck_callbacks.contract.answers import AnswerFields, InputLimits
 from refcheck_callbacks.contract.components import Checker, Exporter, Extractor
 from refcheck_callbacks.contract.reasons import (
@@ -146,6 +147,13 @@ class RefCheckMonitor:
             (`JudgeBudget(usd=..., tokens=..., window_s=...)`), checked before each call;
             the claims of a call it cannot hold go to its fallback checker, and a model with
             no known price under a USD cap refuses to start (`BudgetError`). See `llm.budget`.
+            It holds the relevance judge's calls too.
+        relevance: how retrieval diagnostics score relevance (docs/diagnostics.md): "embedded"
+            (default: the offline head), "llm:MODEL" (an LLM grades every reference, claim and
+            the answer in one call per answer, falling back to the head, counted, for what it
+            cannot grade), or an `LLMRelevance` (`check.relevance.llm_relevance`) for an
+            endpoint, client or options of your own (with placement="process": a spec or a
+            picklable factory). A bad spec raises `ConfigurationError`.
     """
 
     def __init__(
@@ -175,6 +183,7 @@ class RefCheckMonitor:
         audit_file: str | Path | None = None,
         audit_max_bytes: int | None = None,
         audit_seed: int | None = None,
+        relevance: RelevanceSource = None,
     ) -> None:
         env = read_environment()  # a keyword given wins over its variable
         extractor = env.extractor if extractor is None else extractor
@@ -183,6 +192,7 @@ class RefCheckMonitor:
         exporters = env.exporters if exporters is None else exporters
         calibration = env.calibration if calibration is None else calibration
         feedback_file = env.feedback_file if feedback_file is None else feedback_file
+        relevance = checked_spec(env.relevance if relevance is None else relevance)
         if judge_budget is None and env.judge_budget is not None:
             judge_budget = _budget_from(env.judge_budget)
         capture_content = bool(env.capture_content if capture_content is None else capture_content)
@@ -207,6 +217,7 @@ class RefCheckMonitor:
                 conflict,
                 loaded,
                 judge_budget,
+                relevance,
             ),
             redact,
         )

@@ -12,11 +12,13 @@ and tidies each claim after it; the conflict stage (`check.conflict`) then gives
 one meaning whatever the checker: a Contradiction names a conflicting reference statement.
 Diagnostics (`check.diagnose`, docs/diagnostics.md) then score each reference's relevance,
 mark what the answer used and give each unsupported claim a cause; a failure there costs the
-result its diagnostics only, never its verdicts.
+result its diagnostics only, never its verdicts. With a relevance judge (`relevance="llm:MODEL"`)
+the answers of a batch are judged concurrently, one call each, on this loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,13 +28,20 @@ from refcheck_callbacks.check.calibration.file import Calibration, identity_of
 from refcheck_callbacks.check.calibration.points import relabel
 from refcheck_callbacks.check.conflict.stage import settle
 from refcheck_callbacks.check.diagnose.stage import Diagnosis, Diagnostics
+from refcheck_callbacks.check.relevance.judged import JudgedRelevance
+from refcheck_callbacks.check.relevance.selection import RelevanceSource, relevance_judge
 from refcheck_callbacks.contract.components import Checker, ConflictFinder, Extraction, Extractor
 from refcheck_callbacks.contract.registry import ConflictSource, conflict_finder
 from refcheck_callbacks.engine import aggregate
 from refcheck_callbacks.engine.aggregate import Aggregator
 from refcheck_callbacks.engine.redaction import Redactor, Withheld, redacted
 from refcheck_callbacks.engine.stage import StageCall, StageFailure, run_stage
-from refcheck_callbacks.errors import CheckError, ExtractionError, StageOutputError
+from refcheck_callbacks.errors import (
+    CheckError,
+    ConfigurationError,
+    ExtractionError,
+    StageOutputError,
+)
 from refcheck_callbacks.extract.base import first_claims
 from refcheck_callbacks.extract.prepare import for_extraction, prepared_claims
 from refcheck_callbacks.support.logs import logger
@@ -131,8 +140,17 @@ def checker_placement(checker: Checker | None, runs_in: Placement) -> Placement:
     return placement if isinstance(placement, Placement) else runs_in
 
 
-def _diagnostics(setting: Diagnostics | bool | None) -> Diagnostics | None:
-    """The pipeline's diagnostics: the default's (True) when its extra is installed."""
+def _diagnostics(
+    setting: Diagnostics | bool | None, relevance: RelevanceSource
+) -> Diagnostics | None:
+    """The pipeline's diagnostics: the default's (True) when its extra is installed, with the
+    relevance judge `relevance` names (which needs the extra too: the head is its fallback)."""
+    judge = relevance_judge(relevance)
+    if judge is not None and setting is not True:
+        raise ConfigurationError(
+            "relevance= sets the scorer of the pipeline's own diagnostics: leave diagnostics "
+            "at True (or give Diagnostics(judge=...) alone)"
+        )
     if setting is True:
         from refcheck_callbacks.check.embedded.checker import NEEDS
         from refcheck_callbacks.errors import MissingExtraError
@@ -141,9 +159,11 @@ def _diagnostics(setting: Diagnostics | bool | None) -> Diagnostics | None:
         try:
             require_installed(NEEDS, "embedded", "retrieval diagnostics")
         except MissingExtraError as missing:
+            if judge is not None:
+                raise
             logger.info("no retrieval diagnostics: %s", missing)
             return None
-        return Diagnostics()
+        return Diagnostics(judge=judge)
     return setting or None
 
 
@@ -155,6 +175,8 @@ def _diagnosed(diagnosis: Diagnosis | None) -> dict[str, object]:
         "references_used": diagnosis.references,
         "answer_relevance": diagnosis.answer_relevance,
         "non_answer": diagnosis.non_answer,
+        "relevance_scorer": diagnosis.relevance_scorer,
+        "relevance_fallbacks": diagnosis.relevance_fallbacks,
     }
 
 
@@ -175,6 +197,7 @@ class Pipeline:
         conflict: ConflictSource = DEFAULT_CONFLICT,
         calibration: Calibration | None = None,
         diagnostics: Diagnostics | bool | None = True,
+        relevance: RelevanceSource = None,
     ) -> None:
         self.extractor = extractor
         self.checker = checker
@@ -190,8 +213,10 @@ class Pipeline:
         self.max_claims = max_claims
         """Extracted claims checked per request (issue 19: `InputLimits.max_claims`)."""
         self.placement = checker_placement(checker, runs_in)
-        self.diagnostics = _diagnostics(diagnostics)
-        """Retrieval diagnostics (`check.diagnose`); None runs none."""
+        self.diagnostics = _diagnostics(diagnostics, relevance)
+        """Retrieval diagnostics (`check.diagnose`); None runs none. `relevance` picks their
+        relevance scorer: None or "embedded" (the offline head), "llm:MODEL", or a judge
+        (`check.relevance.selection`)."""
 
     async def extract(self, requests: Sequence[CheckRequest]) -> list[Extraction]:
         """The extract stage alone (`refcheck extract`): one extraction per request, in order,
@@ -224,7 +249,7 @@ class Pipeline:
         await self._check(self.checker, [j for j in jobs if j.open])
         await self._settle(self.checker, [j for j in jobs if j.open])
         self._calibrate([j for j in jobs if j.open])
-        self._diagnose([j for j in jobs if j.open or j.outcome is Outcome.ABSTAIN])
+        await self._diagnose([j for j in jobs if j.open or j.outcome is Outcome.ABSTAIN])
         return [self._result(job, started, self.checker.name) for job in jobs]
 
     def _redact(self, jobs: list[_Job]) -> None:
@@ -322,19 +347,33 @@ class Pipeline:
         for job in jobs:
             job.verdicts = [relabel(verdict, points, own) for verdict in job.verdicts]
 
-    def _diagnose(self, jobs: list[_Job]) -> None:
-        """Diagnostics per request (pure arithmetic on what checking found: no stage)."""
-        if self.diagnostics is None:
+    async def _diagnose(self, jobs: list[_Job]) -> None:
+        """Diagnostics per request: arithmetic on what checking found, after the relevance
+        judge's calls (if any: one per request, concurrently, each within the check timeout;
+        a failure falls back to the head and never raises)."""
+        diagnostics = self.diagnostics
+        if diagnostics is None or not jobs:
             return
-        for job in jobs:
-            job.stage_started["diagnose"] = time.time()
-            t0 = time.perf_counter()
+        started, t0 = time.time(), time.perf_counter()
+        judged: Sequence[JudgedRelevance | None] = [None] * len(jobs)
+        if diagnostics.judge is not None:
+            timeout = self.timeouts.check
+            judged = await asyncio.gather(
+                *(diagnostics.judged(job.request, job.claims, timeout) for job in jobs)
+            )
+        waited = time.perf_counter() - t0
+        for job, scores in zip(jobs, judged, strict=True):
+            job.stage_started["diagnose"] = started
+            t1 = time.perf_counter()
             try:
-                job.diagnosis = self.diagnostics.diagnose(job.request, job.claims, job.verdicts)
+                job.diagnosis = diagnostics.diagnose(job.request, job.claims, job.verdicts, scores)
                 job.verdicts = job.diagnosis.verdicts
+                job.add_usage(job.diagnosis.usage)
             except Exception:  # diagnostics must never cost a request its verdicts
                 logger.warning("retrieval diagnostics failed on a request", exc_info=True)
-            job.timings["diagnose"] = time.perf_counter() - t0
+                if scores is not None:
+                    job.add_usage(scores.usage)  # spent all the same
+            job.timings["diagnose"] = waited + time.perf_counter() - t1
 
     async def _stage(
         self,

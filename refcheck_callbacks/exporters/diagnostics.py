@@ -10,7 +10,8 @@ What a result's diagnostics say (`CheckResult.references_used`, `answer_relevanc
   the evaluation span and answer event (answer relevance, share of references used,
   non-answer);
 - low-cardinality metrics: the references' and answers' relevance and the share used
-  (histograms), claims by cause and non-answers (counters), by checker and model only.
+  (histograms), claims by cause and non-answers (counters), by checker and model only; and
+  the scores an LLM relevance judge could not give, by subject and reason (counter).
 
 A result whose diagnostics did not run (no `references_used`, no scores) adds nothing here, so
 a dashboard never reads zeros for answers that were not diagnosed. Labels and scores only: no
@@ -126,3 +127,12 @@ def record_diagnostics(
         meters.claim_causes.add(count, {**common, names.CLAIM_CAUSE: cause}, context)
     if result.non_answer:
         meters.non_answers.add(1, common, context)
+    fallbacks = Counter((f.subject.value, f.reason) for f in result.relevance_fallbacks)
+    for (subject, reason), count in sorted(fallbacks.items()):
+        attributes = {
+            **common,
+            names.RELEVANCE_SUBJECT: subject,
+            names.RELEVANCE_FALLBACK: reason,
+            names.RELEVANCE_SCORER: result.relevance_scorer or "",
+        }
+        meters.relevance_fallbacks.add(count, attributes, context)

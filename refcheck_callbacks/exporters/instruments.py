@@ -65,6 +65,12 @@ class DiagnosticInstruments:
             names.UNIT_RESPONSE,
             "Refusals and non-answers, counted apart from hallucination.",
         )
+        self.relevance_fallbacks = meter.create_counter(
+            names.RELEVANCE_FALLBACKS,
+            names.UNIT_SCORE,
+            "Relevance scores the LLM relevance judge could not give (the offline head gave "
+            "them), by subject and reason.",
+        )
 
 
 class Instruments:

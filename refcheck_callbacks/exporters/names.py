@@ -87,9 +87,15 @@ contradicted (`types.Cause`); absent on a supported claim."""
 CLAIM_RELEVANCE: Final = "refcheck.claim.relevance"
 """How much the claim bears on the question, in [0, 1] (`Verdict.relevance`)."""
 RELEVANCE_SUBJECT: Final = "refcheck.relevance.subject"
-"""What a `relevance` event scores: `reference` (one retrieved document) or `answer`."""
+"""What a `relevance` event scores: `reference` (one retrieved document) or `answer`; on a
+relevance fallback also `claim`."""
 SUBJECT_REFERENCE: Final = "reference"
 SUBJECT_ANSWER: Final = "answer"
+RELEVANCE_SCORER: Final = "refcheck.relevance.scorer"
+"""Who scored relevance: `embedded` (the offline head) or `llm` (`CheckResult.relevance_scorer`)."""
+RELEVANCE_FALLBACK: Final = "refcheck.relevance.fallback"
+"""Why the LLM relevance judge gave no score: `budget_exhausted`, `unreadable`, `left_out`,
+or the failed call's kind (`types.RelevanceFallback.reason`)."""
 RELEVANT_ABOVE: Final = 0.5
 """A relevance score above this is `relevant`: the boundary of the relevance histograms'
 `le="0.5"` bucket, so an event's label and the alert rule's count of references that are not
@@ -179,6 +185,9 @@ CLAIM_CAUSES: Final = "refcheck.claim.causes"
 """Claims not supported, by `refcheck.claim.cause`."""
 NON_ANSWERS: Final = "refcheck.non_answers"
 """Refusals and non-answers, counted apart from hallucination."""
+RELEVANCE_FALLBACKS: Final = "refcheck.relevance.fallbacks"
+"""Relevance scores the LLM relevance judge could not give (the offline head gave them), by
+`refcheck.relevance.subject` (reference, claim, answer) and `refcheck.relevance.fallback`."""
 TRUNCATED: Final = "refcheck.truncated"
 """Answers checked with a field cut to its limit (`InputLimits`), by field."""
 COLLECT_REJECTED: Final = "refcheck.collect.rejected"
@@ -219,6 +228,7 @@ UNIT_TOKEN: Final = "{token}"
 UNIT_USD: Final = "{USD}"
 UNIT_CALL: Final = "{call}"
 UNIT_FEEDBACK: Final = "{feedback}"
+UNIT_SCORE: Final = "{score}"
 UNIT_RATIO: Final = "1"
 UNIT_SECONDS: Final = "s"
 
@@ -245,6 +255,7 @@ PROMETHEUS: Final[dict[str, str]] = {
     REFERENCES_USED_RATIO: "refcheck_response_references_used_ratio",
     CLAIM_CAUSES: "refcheck_claim_causes_total",
     NON_ANSWERS: "refcheck_non_answers_total",
+    RELEVANCE_FALLBACKS: "refcheck_relevance_fallbacks_total",
     TRUNCATED: "refcheck_truncated_total",
     COLLECT_REJECTED: "refcheck_collect_rejected_total",
     COLLECT_NOT_FORWARDED: "refcheck_collect_not_forwarded_total",

@@ -103,8 +103,11 @@ def _reply_format(mode: JudgeMode, hallucination_types: bool) -> str:
     return "\n".join(lines)
 
 
-def fold_reply_lines(text: str) -> str:
-    """The text with every line that reads like a reply line joined to the line before it.
+def fold_reply_lines(
+    text: str, reply_lines: Sequence[re.Pattern[str]] = (REPLY_HEADER, REPLY_FIELD)
+) -> str:
+    """The text with every line that reads like a reply line (`reply_lines`: by default the
+    judge's) joined to the line before it.
 
     A judge that quotes a document line by line would otherwise copy a document's
     "Label: Entailment" or "Claim 2:" to the start of a line of its reply, where it reads
@@ -112,7 +115,7 @@ def fold_reply_lines(text: str) -> str:
     """
     pieces: list[str] = []
     for line in text.splitlines(keepends=True):
-        if pieces and (REPLY_HEADER.match(line) or REPLY_FIELD.match(line)):
+        if pieces and any(pattern.match(line) for pattern in reply_lines):
             while len(pieces) > 1 and not pieces[-1].strip():
                 pieces.pop()  # blank lines between would leave the line at a line start
             pieces[-1] = pieces[-1].rstrip()

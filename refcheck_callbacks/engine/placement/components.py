@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from refcheck_callbacks.check.calibration.file import Calibration
+from refcheck_callbacks.check.relevance.selection import RelevanceSource, relevance_judge
 from refcheck_callbacks.contract.components import (
     Checker,
     Extractor,
@@ -75,8 +76,11 @@ class Settings:
     calibration: Calibration | None = None
     """The app's decision points (`check.calibration`); sent by value to a child process."""
     judge_budget: JudgeBudget | None = None
-    """One spend cap for the extractor's and checker's LLM calls together (`llm.budget`),
-    applied where the pipeline is built: in the child for a checking process."""
+    """One spend cap for the extractor's, checker's and relevance judge's LLM calls together
+    (`llm.budget`), applied where the pipeline is built: in the child for a checking process."""
+    relevance: RelevanceSource = None
+    """Diagnostics' relevance scorer: None or "embedded" (the offline head), "llm:MODEL", a
+    judge or a factory of one (`check.relevance.selection`); built where the pipeline is."""
 
     def pipeline(
         self,
@@ -85,9 +89,11 @@ class Settings:
         redact: Redactor | None = None,
         runs_in: Placement = Placement.THREAD,
     ) -> Pipeline:
+        relevance = relevance_judge(self.relevance)
         if self.judge_budget is not None:
             ledger = SpendLedger(self.judge_budget)
-            held = [limit_spend(component, ledger) for component in (extractor, checker)]
+            parts = (extractor, checker, relevance)
+            held = [limit_spend(part, ledger) for part in parts if part is not None]
             if not any(held):
                 logger.warning(
                     "refcheck: judge_budget is set, but neither %s nor %s calls an LLM",
@@ -104,6 +110,7 @@ class Settings:
             max_claims=self.max_claims,
             conflict=self.conflict,
             calibration=self.calibration,
+            relevance=relevance,
         )
 
 
@@ -149,14 +156,19 @@ class Recipe:
                     f"it cannot be pickled ({exc}): use a class or a module-level function, or "
                     "a spec string"
                 ) from exc
-        try:
-            pickle.dumps(settings.conflict)
-        except Exception as exc:
-            raise PlacementError(
-                f"placement='process' sends the conflict stage to the child process, and it "
-                f"cannot be pickled ({exc}): pass a spec such as 'nli:MODEL'"
-            ) from exc
-        specs = all(isinstance(s, str | None) for s in (extractor, checker, settings.conflict))
+        for what, part, spec in (
+            ("conflict stage", settings.conflict, "nli:MODEL"),
+            ("relevance judge", settings.relevance, "llm:MODEL"),
+        ):
+            try:
+                pickle.dumps(part)
+            except Exception as exc:
+                raise PlacementError(
+                    f"placement='process' sends the {what} to the child process, and it "
+                    f"cannot be pickled ({exc}): pass a spec such as '{spec}'"
+                ) from exc
+        parts = (extractor, checker, settings.conflict, settings.relevance)
+        specs = all(isinstance(s, str | None) for s in parts)
         app_main = not (specs and _WITHOUT_APP_MAIN.get())
         return cls(extractor, checker, settings, app_main)  # type: ignore[arg-type]
 
