@@ -141,9 +141,9 @@ class CalibrationMismatchError(CalibrationError):
 
 
 class ConfigurationError(RefCheckError, ValueError):
-    """An environment variable refcheck reads (`environment_variables`) holds a value it cannot
-    use: raised where the monitor is built, the message naming the variable and what it
-    accepts."""
+    """An environment variable refcheck reads (`environment_variables`), or a setting such as
+    `relevance=`, holds a value it cannot use: raised where the monitor (or pipeline) is built,
+    the message naming the variable or setting and what it accepts."""
 
 
 class ServiceStartError(RefCheckError, RuntimeError):

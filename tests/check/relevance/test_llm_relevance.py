@@ -28,15 +28,15 @@ from refcheck_callbacks.types import (
 
 pytestmark = pytest.mark.timeout(60)
 
-TOWER = Reference(
-    text="The Eiffel Tower is a lattice tower on the Champ de Mars in Paris, France. "
-    "It was completed in 1889.",
-    id="tower",
+LOUVRE = Reference(
+    text="The Louvre is an art museum on the Right Bank of the Seine in Paris. "
+    "It opened to the public in 1793.",
+    id="louvre",
 )
-TOURISTS = Reference(text="Millions of tourists visit the Eiffel Tower in Paris every year.")
-BANANAS = Reference(text="Bananas are rich in potassium.", id="bananas")
-QUESTION = "When was the Eiffel Tower completed?"
-ANSWER = "The Eiffel Tower was completed in 1889."
+VISITORS = Reference(text="Millions of visitors queue at the Louvre's glass pyramid each year.")
+BANANAS = Reference(text="Potassium is abundant in bananas.", id="bananas")
+QUESTION = "When did the Louvre open to the public?"
+ANSWER = "The Louvre opened to the public in 1793."
 
 
 def pipeline(embedded_checker: Any, relevance: LLMRelevance | None) -> Pipeline:
@@ -57,7 +57,7 @@ def test_the_grades_reach_references_claims_the_answer_and_the_usage(
     asked = grading(llm_server, {"Document 1": "0", "Document 2": "3", "Claim 1": "2"}, "3")
     [result] = run(
         pipeline(embedded_checker, relevance_on(llm_server)),
-        {"question": QUESTION, "answer": ANSWER, "references": [BANANAS, TOWER]},
+        {"question": QUESTION, "answer": ANSWER, "references": [BANANAS, LOUVRE]},
     )
     assert asked == [["Document 1", "Document 2", "Claim 1", "Answer"]]
     bananas, tower = result.references_used
@@ -78,11 +78,11 @@ def test_the_grades_reach_references_claims_the_answer_and_the_usage(
 def test_the_cause_reads_the_judges_grade_of_the_references(
     llm_server: ScriptedOpenAIServer, embedded_checker: Any, grade: str, cause: Cause
 ) -> None:
-    # Topical only: the head alone calls this claim retrieval_missed (test_diagnostics.py).
+    # Topical only: whether that is relevant is the judge's grade, not the head's.
     grading(llm_server, {"Document 1": grade}, "3")
     [result] = run(
         pipeline(embedded_checker, relevance_on(llm_server)),
-        {"question": QUESTION, "answer": ANSWER, "references": [TOURISTS]},
+        {"question": QUESTION, "answer": ANSWER, "references": [VISITORS]},
     )
     assert result.verdicts[0].label is Label.NEUTRAL
     assert result.verdicts[0].cause is cause
@@ -92,10 +92,10 @@ def test_one_call_per_answer_whatever_its_references_with_its_data_fenced(
     llm_server: ScriptedOpenAIServer, embedded_checker: Any
 ) -> None:
     grading(llm_server, {}, "2")
-    questions = [QUESTION, "Where is the Eiffel Tower?", "What are bananas rich in?"]
+    questions = [QUESTION, "Where is the Louvre?", "What are bananas rich in?"]
     results = run(
         pipeline(embedded_checker, relevance_on(llm_server)),
-        *({"question": q, "answer": ANSWER, "references": [TOWER, TOURISTS, BANANAS]}
+        *({"question": q, "answer": ANSWER, "references": [LOUVRE, VISITORS, BANANAS]}
           for q in questions),
     )  # fmt: skip
     requests = llm_server.chat_requests()
@@ -128,7 +128,7 @@ def test_a_document_cannot_put_a_grade_line_in_the_prompt(
 def test_a_malformed_or_missing_grade_falls_back_to_the_head_counted(
     llm_server: ScriptedOpenAIServer, embedded_checker: Any
 ) -> None:
-    request = {"question": QUESTION, "answer": ANSWER, "references": [BANANAS, TOWER]}
+    request = {"question": QUESTION, "answer": ANSWER, "references": [BANANAS, LOUVRE]}
     [head] = run(pipeline(embedded_checker, None), request)
     # Document 1 is no digit, Document 2 has two readings, the claim has no line at all.
     llm_server.queue("Document 1: very relevant\nDocument 2: 3\nDocument 2: 1\nAnswer: 3")
@@ -149,11 +149,10 @@ def test_a_malformed_or_missing_grade_falls_back_to_the_head_counted(
 def test_a_failed_call_falls_back_on_every_score_with_its_kind(
     llm_server: ScriptedOpenAIServer, embedded_checker: Any
 ) -> None:
+    request = {"question": QUESTION, "answer": ANSWER, "references": [VISITORS]}
+    [head] = run(pipeline(embedded_checker, None), request)
     llm_server.queue(Reply(status=500, content="down"), Reply(status=500, content="down"))
-    [result] = run(
-        pipeline(embedded_checker, relevance_on(llm_server)),
-        {"question": QUESTION, "answer": ANSWER, "references": [TOURISTS]},
-    )
+    [result] = run(pipeline(embedded_checker, relevance_on(llm_server)), request)
     assert len(llm_server.chat_requests()) == 2  # retried once, as the client's policy says
     assert {f.reason for f in result.relevance_fallbacks} == {"server_error"}
     assert [f.subject for f in result.relevance_fallbacks] == [
@@ -161,7 +160,8 @@ def test_a_failed_call_falls_back_on_every_score_with_its_kind(
         RelevanceSubject.CLAIM,
         RelevanceSubject.ANSWER,
     ]
-    assert result.verdicts[0].cause is Cause.RETRIEVAL_MISSED  # the head's call, as without
+    assert result.verdicts[0].cause is head.verdicts[0].cause is not None  # the head's call
+    assert result.references_used == head.references_used
     assert result.usage is not None and result.usage.requests == 2
 
 
@@ -171,7 +171,7 @@ def test_references_past_the_prompts_budget_are_the_heads(
     asked = grading(llm_server, {}, "3")
     [result] = run(
         pipeline(embedded_checker, relevance_on(llm_server, max_reference_chars=40)),
-        {"question": QUESTION, "answer": ANSWER, "references": [TOWER, BANANAS]},
+        {"question": QUESTION, "answer": ANSWER, "references": [LOUVRE, BANANAS]},
     )
     assert asked == [["Document 1", "Claim 1", "Answer"]]
     assert result.references_used[0].relevance == 1.0
@@ -185,8 +185,8 @@ def test_claims_can_be_left_to_the_head_and_no_question_makes_no_call(
     pipe = pipeline(embedded_checker, relevance_on(llm_server, claims=False))
     [with_question, without] = run(
         pipe,
-        {"question": QUESTION, "answer": ANSWER, "references": [TOWER]},
-        {"answer": ANSWER, "references": [TOWER]},
+        {"question": QUESTION, "answer": ANSWER, "references": [LOUVRE]},
+        {"answer": ANSWER, "references": [LOUVRE]},
     )
     assert asked == [["Document 1", "Answer"]]
     assert with_question.relevance_fallbacks == () and with_question.verdicts[0].relevance < 1.0
@@ -230,7 +230,7 @@ def test_the_servers_log_probabilities_reach_the_score(
     llm_server.queue(Reply(text, top_logprobs=steps))
     [result] = run(
         pipeline(embedded_checker, relevance_on(llm_server)),
-        {"question": QUESTION, "answer": ANSWER, "references": [TOWER]},
+        {"question": QUESTION, "answer": ANSWER, "references": [LOUVRE]},
     )
     assert result.references_used[0].relevance == pytest.approx(2.5 / 3)
     assert result.verdicts[0].relevance == 1.0 and result.answer_relevance == 1.0
