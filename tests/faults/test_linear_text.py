@@ -23,6 +23,7 @@ from refcheck_callbacks.bench.datasets import _CITATION
 from refcheck_callbacks.check.embedded.features import _clauses
 from refcheck_callbacks.check.judge.parse import parse_judgements
 from refcheck_callbacks.check.judge.prompt import fold_reply_lines
+from refcheck_callbacks.check.relevance.llm_prompt import Asked, _fold, read_grades
 from refcheck_callbacks.check.segments import segment_references
 from refcheck_callbacks.engine.intake import as_text
 from refcheck_callbacks.extract.sentences import sentence_claims
@@ -133,6 +134,13 @@ CASES: list[tuple[str, Callable[[str], Any], int, list[str]]] = [
     ),
     ("as_text", lambda t: as_text(t, "reference", []), REFERENCE_CHARS, ["\ud800", "a"]),
     ("fold_reply_lines", fold_reply_lines, REFERENCE_CHARS, ["\nLabel: x", "\n\n", "\n "]),
+    ("relevance_fold", _fold, REFERENCE_CHARS, ["\nDocument 1: 3", "\nAnswer: ", "\n\n"]),
+    (
+        "read_grades",
+        lambda t: read_grades(t, Asked(3, 3), [[(c, 0.0)] for c in t]),
+        REPLY_CHARS,
+        ["Document 1: ", "Document 1: 3\n", " ", "**", "Answer:", "claim 1", "\n", "9", "`"],
+    ),
     (
         "parse_triplet_line",
         parse_triplet_line,
@@ -208,6 +216,16 @@ def test_worst_cases_at_the_input_limits_take_linear_time(
             lambda t: parse_judgements(t, 1),
             repeated("9", REPLY_CHARS, before="Claim 1:\nEvidence: ", after="\nLabel: Neutral"),
             id="judge-evidence-of-one-long-number",
+        ),
+        pytest.param(
+            lambda t: read_grades(t, Asked(1, 0)),
+            repeated(" ", REPLY_CHARS, before="Document 1"),
+            id="grade-line-with-a-run-of-spaces",
+        ),
+        pytest.param(
+            lambda t: read_grades(t, Asked(1, 0)),
+            repeated("9", REPLY_CHARS, before="Document ", after=": 3"),
+            id="grade-line-of-one-long-number",
         ),
         pytest.param(
             parse_triplet_line,

@@ -35,7 +35,7 @@ RELEVANT_FROM = 0.5
 """The score from which an item is relevant: grade 2 (it bears on the question) and up."""
 
 GRADE_LINE = re.compile(
-    r"^[\s*#_>-]*(?:(document|claim)\s*(\d+)|(answer))[\s*_]*[:：](.*)$", re.IGNORECASE
+    r"^[\s*#_>-]*(?:(document|claim)\s*(\d{1,9})|(answer))[\s*_]*[:：](.*)$", re.IGNORECASE
 )
 """A reply line: an item and its value (linear: no nested repetition)."""
 _VALUE_EDGES = " \t*_.`\"'"
