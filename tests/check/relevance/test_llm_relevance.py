@@ -72,14 +72,19 @@ def test_the_grades_reach_references_claims_the_answer_and_the_usage(
 
 
 @pytest.mark.parametrize(
-    ("grade", "cause"),
-    [("2", Cause.UNSUPPORTED_BY_RELEVANT_CONTEXT), ("1", Cause.RETRIEVAL_MISSED)],
+    ("document", "claim", "cause"),
+    [
+        ("2", "2", Cause.UNSUPPORTED_BY_RELEVANT_CONTEXT),
+        ("3", "3", Cause.UNSUPPORTED_BY_RELEVANT_CONTEXT),
+        ("1", "1", Cause.RETRIEVAL_MISSED),  # no reference bears on the question
+        ("2", "3", Cause.RETRIEVAL_MISSED),  # the claim answers it better than any reference
+    ],
 )
-def test_the_cause_reads_the_judges_grade_of_the_references(
-    llm_server: ScriptedOpenAIServer, embedded_checker: Any, grade: str, cause: Cause
+def test_the_cause_reads_the_judges_grades(
+    llm_server: ScriptedOpenAIServer, embedded_checker: Any, document: str, claim: str, cause: Cause
 ) -> None:
     # Topical only: whether that is relevant is the judge's grade, not the head's.
-    grading(llm_server, {"Document 1": grade}, "3")
+    grading(llm_server, {"Document 1": document, "Claim 1": claim}, "3")
     [result] = run(
         pipeline(embedded_checker, relevance_on(llm_server)),
         {"question": QUESTION, "answer": ANSWER, "references": [VISITORS]},
