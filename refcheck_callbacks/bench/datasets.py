@@ -161,6 +161,12 @@ def _wice(root: Path) -> Iterator[LabelledExample]:
 _CITATION = re.compile(r"(?<!\s)\s*\[\d+\]")
 
 
+def strip_citations(claim: str) -> str:
+    """An ExpertQA claim without its citation markers ("[3]"): answer formatting, not content
+    (and not numbers)."""
+    return _CITATION.sub("", claim).strip()
+
+
 def _expertqa_passages(evidence: list[str]) -> list[str]:
     """The passages of an evidence list, without the `[n] URL` header; URL-only ones dropped."""
     passages = []
@@ -186,8 +192,7 @@ def _expertqa(root: Path) -> Iterator[LabelledExample]:
                     dataset="expertqa",
                     example_id=f"{line_number}/{system}/{index}",
                     group=group,
-                    # Citation markers are answer formatting, not content (and not numbers).
-                    claim=_CITATION.sub("", claim["claim_string"]).strip(),
+                    claim=strip_citations(claim["claim_string"]),
                     references=passages,
                     supported=support == "Complete",
                     response_id=f"{line_number}/{system}",
@@ -299,6 +304,9 @@ _LOADERS: dict[str, Callable[[Path], Iterable[LabelledExample]]] = {
 }
 DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)
 """The sets `load_dataset` reads, in a fixed order."""
+RELEVANCE = "relevance"
+"""Not a set: the `--dataset` name of the relevance bench (`bench.relevance_bench`), which
+reads WikiQA, TREC QA, ExpertQA's ratings and the sets above in its own way."""
 
 
 def load_dataset(
