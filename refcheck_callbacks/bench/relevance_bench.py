@@ -49,9 +49,9 @@ from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT
 from refcheck_callbacks.support.progress import Progress
 from refcheck_callbacks.types import Cause, Label, Outcome, Verdict
 
-DEFAULT_LIMIT = 200
-"""Without `--limit`: every QA question here (187) and 200 of ExpertQA's 217; 200 items per
-set and probe. A few minutes on two cores with the embedded checker."""
+DEFAULT_LIMIT = 250
+"""Without `--limit`: every QA question here (122 + 65) and every ExpertQA question (217);
+250 items per set and probe. About a minute on two cores with the embedded checker."""
 HEAD_NAME = "head"
 REQUESTS_PER_CALL = 64
 

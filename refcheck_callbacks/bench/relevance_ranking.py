@@ -11,8 +11,10 @@ and claims against their question (ExpertQA), for `refcheck bench --dataset rele
   question and the claims), against the annotators' `informativeness` of each claim. Its
   values are "Very relevant", "A bit relevant", "Not too important" and "Uninformative";
   the first two count as relevant (the claim bears on the question), the last two do not (it
-  is beside the point); `auroc_very_relevant` also reports the stricter cut. Claims with no
-  rating are left out. The head never saw ExpertQA: these figures are held out.
+  is beside the point); `auroc_very_relevant` also reports the stricter cut, and
+  `auroc_alone` each claim scored alone rather than among its answer's other claims, as the
+  stage scores them. Claims with no rating are left out. The head never saw ExpertQA: these
+  figures are held out.
 """
 
 from __future__ import annotations
@@ -178,6 +180,7 @@ def claim_relevance(
     for name, scorer in scorers.items():
         stage = Diagnostics(scorer)
         scores: list[float] = []
+        alone: list[float] = []
         for answer in answers:
             claims = [Claim(text=text) for text in answer.claims]
             request = CheckRequest(answer=answer.answer, question=answer.question, claims=claims)
@@ -185,12 +188,14 @@ def claim_relevance(
             unlabelled *= len(claims)
             diagnosis = stage.diagnose(request, claims, unlabelled)
             scores += [v.relevance if v.relevance is not None else 0.0 for v in diagnosis.verdicts]
+            alone += scorer.scores(answer.question, scorer.prepare(answer.claims))[1]
         out.append(
             ClaimRelevanceFigures(
                 scorer=name,
                 claims=len(scores),
                 relevant=sum(relevant),
                 auroc=_rounded(auroc(relevant, scores)),
+                auroc_alone=_rounded(auroc(relevant, alone)),
                 auroc_very_relevant=_rounded(auroc(very, scores)),
             )
         )

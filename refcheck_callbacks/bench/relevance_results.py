@@ -34,7 +34,10 @@ class ClaimRelevanceFigures(BaseModel):
     relevant: int
     """Claims rated "Very relevant" or "A bit relevant" (`bench.relevance_ranking`)."""
     auroc: float | None
-    """Relevant as above vs "Not too important" / "Uninformative"."""
+    """Relevant as above vs "Not too important" / "Uninformative"; each claim scored as the
+    stage scores it, among the answer's other claims."""
+    auroc_alone: float | None
+    """The same with each claim scored alone (not what the stage does today)."""
     auroc_very_relevant: float | None
     """"Very relevant" vs every other rating."""
 

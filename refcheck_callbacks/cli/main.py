@@ -217,7 +217,7 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument(
         "--limit", type=int, default=None,
         help="at most this many examples per dataset (a deterministic subset); for the "
-        "relevance bench, questions per split and items per probe (default there: 200)",
+        "relevance bench, questions per split and items per probe (default there: 250)",
     )  # fmt: skip
     parser.add_argument(
         "--output-dir", type=Path, default=Path("bench-results"),
