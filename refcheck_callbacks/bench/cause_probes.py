@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from refcheck_callbacks.bench.checking import shared_reference_requests, subsample
 from refcheck_callbacks.bench.datasets import DATASET_NAMES, LabelledExample, load_dataset
 from refcheck_callbacks.bench.planted_edits import planted_examples
 from refcheck_callbacks.bench.relevance_ranking import QAQuestion
-from refcheck_callbacks.bench.runner import shared_reference_requests, subsample
 from refcheck_callbacks.types import CheckRequest, Claim, Label, Reference
 
 TOPICAL_REFERENCES = 5

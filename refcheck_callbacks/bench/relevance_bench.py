@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from refcheck_callbacks.bench.cause_probes import Probe, qa_probes, set_probes
+from refcheck_callbacks.bench.checking import bench_pipeline
 from refcheck_callbacks.bench.relevance_baseline import (
     BASELINE_NAME,
     StaticCosineRelevance,
@@ -41,7 +42,6 @@ from refcheck_callbacks.bench.relevance_results import (
     RankingFigures,
     RelevanceReport,
 )
-from refcheck_callbacks.bench.runner import bench_pipeline
 from refcheck_callbacks.check.diagnose.stage import Diagnostics, RelevanceScorer
 from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.contract.registry import ConflictSource
