@@ -67,3 +67,47 @@ def load_pairs(dataset: str, split: str, root: Path | None = None) -> list[Relev
     base = root or data_dir()
     reader = _wikiqa if dataset == "wikiqa" else _trecqa
     return list(reader(base, split))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRelevance:
+    """One ExpertQA claim with the expert's judgement of its relevance to the question."""
+
+    question_id: str
+    question: str
+    answer: str
+    claim: str
+    relevant: bool
+    """`informativeness` is "Very relevant" or "A bit relevant" (not "Not too important" or
+    "Uninformative")."""
+
+
+RELEVANT_INFORMATIVENESS = frozenset({"Very relevant", "A bit relevant"})
+
+
+def load_claim_relevance(root: Path | None = None) -> list[ClaimRelevance]:
+    """ExpertQA's `rand_val` claims with an `informativeness` judgement, each with its
+    question and the whole answer it belongs to (one question id per question and system)."""
+    import json
+
+    path = (root or data_dir()) / "expertqa" / "rand_val.jsonl"
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        for system, answer in item["answers"].items():
+            for claim in answer.get("claims") or []:
+                judged = claim.get("informativeness")
+                if not judged or not claim.get("claim_string"):
+                    continue
+                out.append(
+                    ClaimRelevance(
+                        question_id=f"expertqa:{number}:{system}",
+                        question=item["question"],
+                        answer=answer.get("answer_string") or "",
+                        claim=claim["claim_string"],
+                        relevant=judged in RELEVANT_INFORMATIVENESS,
+                    )
+                )
+    return out

@@ -30,6 +30,8 @@ class RelevanceScorer(Protocol):
 
     def scores(self, query: str, passages: Sequence[Any]) -> tuple[list[float], list[float]]: ...
 
+    def claim_scores(self, question: str, claims: Sequence[Any]) -> list[float]: ...
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -90,22 +92,31 @@ class Diagnostics:
             among, alone = self.relevance.scores(question, passages)
             reference_relevance = list(among)
         claim_relevance: list[float | None] = [None] * len(claims)
+        claim_alone: list[float] = [0.0] * len(claims)
         answer_relevance = None
         if question:
+            # The claims and the answer in one batch: one tokenisation call, not two.
+            *claim_passages, answer = self.relevance.prepare(
+                [*(claim.text for claim in claims), request.answer]
+            )
             if claims:
-                claim_passages = self.relevance.prepare([claim.text for claim in claims])
-                claim_relevance = list(self.relevance.score(question, claim_passages))
-            answer = self.relevance.prepare([request.answer])
-            answer_relevance = self.relevance.score(question, answer)[0]
-        retrieved = any(r >= threshold for r in alone)
+                claim_alone = self.relevance.scores(question, claim_passages)[1]
+                claim_relevance = list(self.relevance.claim_scores(question, claim_passages))
+            answer_relevance = self.relevance.score(question, [answer])[0]
+        best = max(alone, default=0.0)
         diagnosed = []
-        for claim, verdict, relevance in zip(claims, verdicts, claim_relevance, strict=False):
-            relevant = retrieved
+        for index, (claim, verdict) in enumerate(zip(claims, verdicts, strict=False)):
+            # Relevant context: some reference bears on the question, and no less than the
+            # claim itself does; a claim that answers the question better than anything
+            # retrieved came from somewhere else.
+            relevant = best >= threshold and claim_alone[index] <= best
             if question is None and verdict.label is Label.NEUTRAL and passages:
                 # No question: the references are judged against the claim's own subject.
                 relevant = max(self.relevance.scores(claim.text, passages)[1]) >= threshold
             cause = cause_of(verdict, relevant, refusal=is_non_answer(claim.text))
-            diagnosed.append(verdict.model_copy(update={"relevance": relevance, "cause": cause}))
+            diagnosed.append(
+                verdict.model_copy(update={"relevance": claim_relevance[index], "cause": cause})
+            )
         supports = _supports(verdicts, len(passages))
         return Diagnosis(
             references=tuple(

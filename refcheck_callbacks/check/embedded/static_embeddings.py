@@ -81,13 +81,24 @@ class StaticEmbeddings:
     def embed(self, token_ids: Sequence[Any]) -> Any:
         """Unit-length weighted-mean vectors in float64, one row per id array (zeros for an
         empty one)."""
+        return unit_rows(self.weighted_sums(token_ids))
+
+    def weighted_sums(self, token_ids: Sequence[Any]) -> Any:
+        """The weighted sums `embed` normalises: texts joined add up, so a text's vector
+        without one of its parts is a subtraction, not a second pass."""
         np = require("numpy", "embedded")
         out = np.zeros((len(token_ids), self.dimension), dtype=np.float64)
         for row, ids in enumerate(token_ids):
             if len(ids):
                 out[row] = self.weights[ids].astype(np.float64) @ self.exact_vectors(ids)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-9)
+        return out
+
+
+def unit_rows(rows: Any) -> Any:
+    """Each row scaled to unit length (a zero row stays zero)."""
+    np = require("numpy", "embedded")
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.maximum(norms, 1e-9)
 
 
 def distil_token_vectors(encoder: Any, batch_size: int = 512) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from refcheck_callbacks.check.embedded.static_embeddings import StaticEmbeddings
+from refcheck_callbacks.check.embedded.static_embeddings import StaticEmbeddings, unit_rows
 from refcheck_callbacks.check.relevance.answer_types import (
     ANSWER_TYPES,
     AnswerType,
@@ -74,6 +74,9 @@ class Passage:
     text: str
     ids: Any
     vector: Any
+    weighted_sum: Any
+    """`vector` before its normalisation: the sums of texts joined add up
+    (`claim_context_cosines`)."""
     segment_vectors: Any
     token_vectors: Any
     words: frozenset[str]
@@ -91,15 +94,18 @@ def prepare_passages(
     clipped = [text[:MAX_PASSAGE_CHARS] for text in texts]
     if checked is None:
         ids = static.token_ids(clipped)
-        vectors = static.embed(ids)
+        sums = static.weighted_sums(ids)
+        vectors = unit_rows(sums)
         windows = [
             _windows(text_ids, vector, static)
             for text_ids, vector in zip(ids, vectors, strict=True)
         ]
     else:
-        ids, vectors, windows = _from_checked(len(texts), checked, static)
+        ids, sums, windows = _from_checked(len(texts), checked, static)
+        vectors = unit_rows(sums)
     out = []
-    for text, text_ids, vector, segment_vectors in zip(clipped, ids, vectors, windows, strict=True):
+    rows = zip(clipped, ids, vectors, sums, windows, strict=True)
+    for text, text_ids, vector, weighted_sum, segment_vectors in rows:
         words = tokens(text)
         distinct = np.unique(text_ids)
         out.append(
@@ -107,6 +113,7 @@ def prepare_passages(
                 text=text,
                 ids=distinct,
                 vector=vector,
+                weighted_sum=weighted_sum,
                 segment_vectors=segment_vectors,
                 token_vectors=static.exact_vectors(distinct),
                 words=frozenset(words),
@@ -124,7 +131,8 @@ def _windows(ids: Any, vector: Any, static: StaticEmbeddings) -> Any:
 
 
 def _from_checked(count: int, checked: Any, static: StaticEmbeddings) -> tuple[Any, Any, Any]:
-    """Per reference: its token ids, vector and segment vectors, from the checker's segments."""
+    """Per reference: its token ids, weighted sum and segment vectors, from the checker's
+    segments."""
     rows: list[list[int]] = [[] for _ in range(count)]
     for row, segment in enumerate(checked.segments):
         rows[segment.reference_index].append(row)
@@ -133,12 +141,13 @@ def _from_checked(count: int, checked: Any, static: StaticEmbeddings) -> tuple[A
         np.concatenate([checked.segment_ids[r] for r in chosen]) if chosen else empty
         for chosen in rows
     ]
-    vectors = static.embed(ids)
+    sums = static.weighted_sums(ids)
+    vectors = unit_rows(sums)
     windows = [
         checked.segment_vectors[chosen] if chosen else vector[None, :]
         for chosen, vector in zip(rows, vectors, strict=True)
     ]
-    return ids, vectors, windows
+    return ids, sums, windows
 
 
 def _share(wanted: set[Any] | frozenset[Any], available: frozenset[Any]) -> float:
@@ -204,11 +213,25 @@ def base_features(query: str, passages: Sequence[Passage], static: StaticEmbeddi
     return out
 
 
+def claim_context_cosines(
+    question: str, claims: Sequence[Passage], static: StaticEmbeddings
+) -> Any:
+    """Each claim's static cosine to the question joined with the answer's other claims (the
+    claim itself left out, by subtracting its weighted sum: only the question is tokenised)."""
+    if not claims:
+        return np.zeros(0)
+    question_sum = static.weighted_sums(static.token_ids([question]))[0]
+    claim_sums = np.stack([claim.weighted_sum for claim in claims])
+    contexts = unit_rows(question_sum + claim_sums.sum(axis=0) - claim_sums)
+    return (unit_rows(claim_sums) * contexts).sum(axis=1)
+
+
 __all__ = [
     "BASE_NAMES",
     "FEATURE_NAMES",
     "AnswerType",
     "Passage",
+    "claim_context_cosines",
     "prepare_passages",
     "query_features",
 ]

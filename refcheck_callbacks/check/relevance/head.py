@@ -5,6 +5,7 @@ layer), a sigmoid. Its parameters are a few KB of JSON (`head.json`) written by
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,15 @@ class RelevanceHead:
     on the training data for balanced accuracy. Loaded heads have it folded into the output
     bias (`centred`), so that the cut is 1/2 for every reader: the cause rule, the exported
     `relevant` / `not_relevant` label and the alert's `le="0.5"` bucket."""
+    claim_slope: float = 0.0
+    claim_intercept: float = 0.0
+    """A claim's relevance is a logistic of its static cosine to the question read with the
+    rest of its answer (`features.claim_context_cosines`), fitted with classes balanced on
+    ExpertQA's expert judgements, so that 1/2 is its balanced cut too."""
+
+    def claim_probability(self, cosines: Any) -> Any:
+        logit = self.claim_slope * np.asarray(cosines, dtype=np.float64) + self.claim_intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(logit, -40.0, 40.0)))
 
     def probability(self, features: Any) -> Any:
         hidden = (np.asarray(features, dtype=np.float64) - self.mean) / self.scale
@@ -44,6 +54,8 @@ class RelevanceHead:
             "weights": [np.round(w, 6).tolist() for w in self.weights],
             "biases": [np.round(b, 6).tolist() for b in self.biases],
             "threshold": round(float(self.threshold), 6),
+            "claim_slope": round(float(self.claim_slope), 6),
+            "claim_intercept": round(float(self.claim_intercept), 6),
             **metadata,
         }
 
@@ -54,9 +66,7 @@ class RelevanceHead:
             return self
         shift = float(np.log(self.threshold / (1.0 - self.threshold)))
         biases = [*self.biases[:-1], np.asarray(self.biases[-1]) - shift]
-        return RelevanceHead(
-            self.feature_names, self.mean, self.scale, self.weights, biases, threshold=0.5
-        )
+        return dataclasses.replace(self, biases=biases, threshold=0.5)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RelevanceHead:
@@ -67,6 +77,8 @@ class RelevanceHead:
             weights=[np.asarray(w, dtype=np.float64) for w in data["weights"]],
             biases=[np.asarray(b, dtype=np.float64) for b in data["biases"]],
             threshold=float(data["threshold"]),
+            claim_slope=float(data.get("claim_slope", 0.0)),
+            claim_intercept=float(data.get("claim_intercept", 0.0)),
         )
 
 

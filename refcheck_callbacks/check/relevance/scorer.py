@@ -70,6 +70,18 @@ class EmbeddedRelevance:
         checked = recent.recall(texts) if static is shipped_static() else None
         return features.prepare_passages(texts, static, checked)
 
+    def claim_scores(self, question: str, claims: Sequence[features.Passage]) -> list[float]:
+        """Each claim's relevance to the question, read with the rest of its answer: the
+        question alone says little of what a long answer's claims should cover, the other
+        claims do (a claim far from them and from the question is a digression). Leaving the
+        claim itself out keeps a one-claim answer from judging itself. A logistic of the static
+        cosine (`RelevanceHead.claim_probability`), fitted on ExpertQA's judgements."""
+        if not claims:
+            return []
+        head, static = self._load()
+        cosines = features.claim_context_cosines(question, claims, static)
+        return [float(p) for p in head.claim_probability(cosines)]
+
     def score(self, query: str, passages: Sequence[features.Passage]) -> list[float]:
         """The relevance of each passage to `query`, among the others."""
         return self.scores(query, passages)[0]

@@ -66,6 +66,34 @@ def test_a_claim_against_passages_without_the_answer_is_retrieval_missed(
     assert result.verdicts[0].cause is Cause.RETRIEVAL_MISSED
 
 
+def test_a_claim_that_answers_better_than_anything_retrieved_is_retrieval_missed(
+    pipeline: Pipeline,
+) -> None:
+    """A topical reference can pass the relevance cut and still not answer the question; the
+    claim that does answer it came from elsewhere (the rule's second half)."""
+    topical = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris."
+    claim = "The Eiffel Tower was completed in 1889."
+    relevance = EmbeddedRelevance()
+    [reference_alone] = relevance.scores(QUESTION, relevance.prepare([topical]))[1]
+    [claim_alone] = relevance.scores(QUESTION, relevance.prepare([claim]))[1]
+    assert claim_alone > reference_alone >= relevance.threshold
+    result = run(pipeline, question=QUESTION, answer=claim, references=[Reference(text=topical)])
+    assert result.verdicts[0].label is Label.NEUTRAL
+    assert result.verdicts[0].cause is Cause.RETRIEVAL_MISSED
+
+
+def test_a_digression_against_relevant_context_is_unsupported_by_it(pipeline: Pipeline) -> None:
+    result = run(
+        pipeline,
+        question=QUESTION,
+        answer="The Eiffel Tower was completed in 1889. Its elevators were made in Norway.",
+        references=[TOWER],
+    )
+    digression = result.verdicts[1]
+    assert digression.label is Label.NEUTRAL
+    assert digression.cause is Cause.UNSUPPORTED_BY_RELEVANT_CONTEXT
+
+
 def test_a_conflicting_claim_is_contradicted(pipeline: Pipeline) -> None:
     result = run(
         pipeline,

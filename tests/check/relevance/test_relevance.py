@@ -42,6 +42,22 @@ def test_an_unrelated_passage_is_not_relevant(relevance: EmbeddedRelevance) -> N
     assert unrelated < relevance.threshold <= answer
 
 
+def test_a_claim_is_read_with_the_rest_of_its_answer(relevance: EmbeddedRelevance) -> None:
+    question = "When was the Eiffel Tower completed?"
+    claims = [
+        "The Eiffel Tower was completed in 1889.",
+        "It was built for the 1889 World's Fair in Paris.",
+        "Bananas are rich in potassium.",
+    ]
+    on_topic, context, digression = relevance.claim_scores(question, relevance.prepare(claims))
+    assert all(0.0 <= score <= 1.0 for score in (on_topic, context, digression))
+    assert digression < min(on_topic, context)
+    # A one-claim answer is judged against the question alone, not against itself.
+    [alone] = relevance.claim_scores(question, relevance.prepare(claims[2:]))
+    assert alone < 0.5 < relevance.claim_scores(question, relevance.prepare(claims[:1]))[0]
+    assert relevance.claim_scores(question, []) == []
+
+
 def test_no_passage_gives_no_score(relevance: EmbeddedRelevance) -> None:
     assert relevance.score("Who?", relevance.prepare([])) == []
 
