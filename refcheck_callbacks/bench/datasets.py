@@ -161,12 +161,6 @@ def _wice(root: Path) -> Iterator[LabelledExample]:
 _CITATION = re.compile(r"(?<!\s)\s*\[\d+\]")
 
 
-def strip_citations(claim: str) -> str:
-    """An ExpertQA claim without its citation markers ("[3]"): answer formatting, not content
-    (and not numbers)."""
-    return _CITATION.sub("", claim).strip()
-
-
 def _expertqa_passages(evidence: list[str]) -> list[str]:
     """The passages of an evidence list, without the `[n] URL` header; URL-only ones dropped."""
     passages = []
@@ -192,7 +186,8 @@ def _expertqa(root: Path) -> Iterator[LabelledExample]:
                     dataset="expertqa",
                     example_id=f"{line_number}/{system}/{index}",
                     group=group,
-                    claim=strip_citations(claim["claim_string"]),
+                    # Citation markers are answer formatting, not content (and not numbers).
+                    claim=_CITATION.sub("", claim["claim_string"]).strip(),
                     references=passages,
                     supported=support == "Complete",
                     response_id=f"{line_number}/{system}",

@@ -54,6 +54,10 @@ class StaticCosineRelevance:
         [vector] = self.prepare([query])
         return [min(1.0, max(0.0, (1.0 + float(p @ vector)) / 2.0)) for p in passages]
 
+    def claim_scores(self, question: str, claims: Sequence[Any]) -> list[float]:
+        """Each claim against the question alone: the cosine reads no other claim."""
+        return self.score(question, claims)
+
     def scores(self, query: str, passages: Sequence[Any]) -> tuple[list[float], list[float]]:
         """Among the others and alone: the same, a cosine has no context."""
         scored = self.score(query, passages)

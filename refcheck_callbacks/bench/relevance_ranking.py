@@ -6,37 +6,35 @@ and claims against their question (ExpertQA), for `refcheck bench --dataset rele
   answer-bearing and a topical candidate, and AUROC pooled over their pairs. The negatives are
   sentences of the same page or story that do not answer the question: RGB's "topical
   passages without the answer", what the head must tell apart.
-- Claims: each ExpertQA answer's claims through the diagnostics stage itself
-  (`Diagnostics.diagnose`, claims given, no checking needed: claim relevance reads only the
-  question and the claims), against the annotators' `informativeness` of each claim. Its
-  values are "Very relevant", "A bit relevant", "Not too important" and "Uninformative";
-  the first two count as relevant (the claim bears on the question), the last two do not (it
-  is beside the point); `auroc_very_relevant` also reports the stricter cut, and
-  `auroc_alone` each claim scored alone rather than among its answer's other claims, as the
-  stage scores them. Claims with no rating are left out. The head never saw ExpertQA: these
-  figures are held out.
+- Claims: each ExpertQA answer's claims (`training.relevance_data.load_claim_relevance`:
+  relevant = `informativeness` "Very relevant" or "A bit relevant", not relevant = "Not too
+  important" or "Uninformative", the cut the claim model was fitted on) through the
+  diagnostics stage itself (`Diagnostics.diagnose`, claims given, no checking needed: claim
+  relevance reads only the question and the answer's claims); beside it, the scorer's
+  question-passage score of each claim among its answer's claims (what claim relevance was
+  before it read the rest of the answer). The claim model is a monotone map of one cosine
+  fitted on these judgements, so its AUROC is the same in and out of sample.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from refcheck_callbacks.bench.data_dir import data_dir
-from refcheck_callbacks.bench.datasets import strip_citations
 from refcheck_callbacks.bench.metrics import auroc, mean_average_precision, mean_reciprocal_rank
 from refcheck_callbacks.bench.relevance_results import ClaimRelevanceFigures, RankingFigures
 from refcheck_callbacks.check.diagnose.stage import Diagnostics, RelevanceScorer
-from refcheck_callbacks.training.relevance_data import load_pairs
+from refcheck_callbacks.training.relevance_data import (
+    ClaimRelevance,
+    load_claim_relevance,
+    load_pairs,
+)
 from refcheck_callbacks.types import CheckRequest, Claim, Verdict
 
 QA_SPLITS = (("wikiqa", "dev"), ("trecqa", "DEV"))
 """The splits here (the test splits are held out); the shipped head was trained on them."""
-RELEVANT_RATINGS = frozenset({"Very relevant", "A bit relevant"})
-IRRELEVANT_RATINGS = frozenset({"Not too important", "Uninformative"})
 
 
 @dataclass(frozen=True)
@@ -133,70 +131,50 @@ def ranking_figures(split: str, scorer: str, scored: Scored) -> RankingFigures:
     )
 
 
-@dataclass(frozen=True)
-class RatedAnswer:
-    """One ExpertQA answer: its question, text, and each rated claim with its rating."""
-
-    question: str
-    answer: str
-    claims: tuple[str, ...]
-    ratings: tuple[str, ...]
-
-
-def expertqa_answers(limit: int, seed: int = 0, root: Path | None = None) -> list[RatedAnswer]:
-    """The answers of at most `limit` ExpertQA questions (seeded), rated claims only."""
-    path = (root or data_dir()) / "expertqa" / "rand_val.jsonl"
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    answers = []
-    for position in _sample(list(lines), limit, seed):
-        row = json.loads(lines[position])
-        for answer in row["answers"].values():
-            rated = [
-                (strip_citations(claim["claim_string"]), claim["informativeness"])
-                for claim in answer["claims"]
-                if claim.get("informativeness") in RELEVANT_RATINGS | IRRELEVANT_RATINGS
-            ]
-            rated = [(text, rating) for text, rating in rated if text]
-            if rated:
-                answers.append(
-                    RatedAnswer(
-                        question=row["question"],
-                        answer=answer.get("answer_string") or " ".join(t for t, _ in rated),
-                        claims=tuple(text for text, _ in rated),
-                        ratings=tuple(rating for _, rating in rated),
-                    )
-                )
-    return answers
+def expertqa_answers(
+    limit: int, seed: int = 0, root: Path | None = None
+) -> list[list[ClaimRelevance]]:
+    """The judged claims of each answer to at most `limit` ExpertQA questions (seeded), as
+    the training reads them (`training.relevance_data.load_claim_relevance`)."""
+    answers: dict[str, list[ClaimRelevance]] = {}
+    for claim in load_claim_relevance(root):
+        answers.setdefault(claim.question_id, []).append(claim)
+    questions = list(dict.fromkeys(claims[0].question for claims in answers.values()))
+    chosen = {questions[i] for i in _sample(list(questions), limit, seed)}
+    return [claims for claims in answers.values() if claims[0].question in chosen]
 
 
 def claim_relevance(
-    scorers: Mapping[str, RelevanceScorer], answers: Sequence[RatedAnswer]
+    scorers: Mapping[str, RelevanceScorer], answers: Sequence[Sequence[ClaimRelevance]]
 ) -> list[ClaimRelevanceFigures]:
-    """Each scorer's claim relevance, as the diagnostics stage computes it, vs the ratings."""
-    ratings = [rating for answer in answers for rating in answer.ratings]
-    relevant = [rating in RELEVANT_RATINGS for rating in ratings]
-    very = [rating == "Very relevant" for rating in ratings]
+    """Each scorer's claim relevance, as the diagnostics stage computes it, against the
+    experts' judgements; and its question-passage score of the claims (`scores`)."""
+    relevant = [claim.relevant for claims in answers for claim in claims]
     out = []
     for name, scorer in scorers.items():
         stage = Diagnostics(scorer)
         scores: list[float] = []
-        alone: list[float] = []
-        for answer in answers:
-            claims = [Claim(text=text) for text in answer.claims]
-            request = CheckRequest(answer=answer.answer, question=answer.question, claims=claims)
+        question_only: list[float] = []
+        for judged in answers:
+            question = judged[0].question
+            claims = [Claim(text=claim.claim) for claim in judged]
+            request = CheckRequest(
+                answer=judged[0].answer or " ".join(c.text for c in claims),
+                question=question,
+                claims=claims,
+            )
             unlabelled = [Verdict(label=None, error="not checked: claim relevance only")]
             unlabelled *= len(claims)
             diagnosis = stage.diagnose(request, claims, unlabelled)
             scores += [v.relevance if v.relevance is not None else 0.0 for v in diagnosis.verdicts]
-            alone += scorer.scores(answer.question, scorer.prepare(answer.claims))[1]
+            question_only += scorer.scores(question, scorer.prepare([c.text for c in claims]))[0]
         out.append(
             ClaimRelevanceFigures(
                 scorer=name,
                 claims=len(scores),
                 relevant=sum(relevant),
                 auroc=_rounded(auroc(relevant, scores)),
-                auroc_alone=_rounded(auroc(relevant, alone)),
-                auroc_very_relevant=_rounded(auroc(very, scores)),
+                auroc_question_only=_rounded(auroc(relevant, question_only)),
             )
         )
     return out

@@ -54,20 +54,16 @@ def _ranking_table(report: RelevanceReport, scorers: list[str]) -> Table:
 def _claims_table(report: RelevanceReport, scorers: list[str]) -> Table:
     by_scorer = {f.scorer: f for f in report.claims}
     first = report.claims[0]
-    metrics = [
-        ("AUROC", "auroc"),
-        ("AUROC alone", "auroc_alone"),
-        ("AUROC very relevant", "auroc_very_relevant"),
-    ]
+    metrics = [("AUROC", "auroc"), ("AUROC question only", "auroc_question_only")]
     header = ["set", "claims", "relevant"]
     header += [f"{label} {scorer}" for label, _ in metrics for scorer in scorers]
     row = ["expertqa", str(first.claims), str(first.relevant)]
     for _, field in metrics:
         row += [_number(getattr(by_scorer[s], field)) if s in by_scorer else "–" for s in scorers]
     caption = (
-        "Claim relevance to the question vs ExpertQA informativeness (relevant: Very relevant "
-        "or A bit relevant; AUROC: as the diagnostics stage scores claims, among the answer's "
-        "others; alone: each claim by itself; held-out target >= 0.62)"
+        "Claim relevance vs ExpertQA informativeness (relevant: Very relevant or A bit "
+        "relevant; AUROC: Verdict.relevance as the diagnostics stage writes it; question only: "
+        "the scorer's question-passage score of the claim; target >= 0.62)"
     )
     return caption, header, [row]
 

@@ -26,20 +26,17 @@ class RankingFigures(BaseModel):
 
 
 class ClaimRelevanceFigures(BaseModel):
-    """The diagnostics stage's claim relevance (claim vs question) against ExpertQA's human
-    `informativeness` of each claim."""
+    """The diagnostics stage's claim relevance against ExpertQA's expert judgement of each
+    claim's relevance to the question (`informativeness`)."""
 
     scorer: str
     claims: int
     relevant: int
-    """Claims rated "Very relevant" or "A bit relevant" (`bench.relevance_ranking`)."""
+    """Claims judged "Very relevant" or "A bit relevant"."""
     auroc: float | None
-    """Relevant as above vs "Not too important" / "Uninformative"; each claim scored as the
-    stage scores it, among the answer's other claims."""
-    auroc_alone: float | None
-    """The same with each claim scored alone (not what the stage does today)."""
-    auroc_very_relevant: float | None
-    """"Very relevant" vs every other rating."""
+    """Of `Verdict.relevance` as the stage writes it."""
+    auroc_question_only: float | None
+    """Of the scorer's question-passage score of each claim, among its answer's claims."""
 
 
 class ProbeFigures(BaseModel):

@@ -119,6 +119,8 @@ def test_the_baseline_scores_a_passage_on_the_question_above_one_off_it() -> Non
     among, alone = scorer.scores("When did the Eiffel Tower in Paris open?", passages)
     assert among == alone and all(0.0 <= s <= 1.0 for s in among)
     assert among[0] > among[1]
+    # A cosine reads no other claim: a claim's relevance is its score against the question.
+    assert scorer.claim_scores("When did the Eiffel Tower in Paris open?", passages) == among
     assert scorer.threshold == 0.6 and scorer.with_threshold(0.7).threshold == 0.7
     assert scorer.score("anything", []) == []
 
