@@ -299,6 +299,9 @@ _LOADERS: dict[str, Callable[[Path], Iterable[LabelledExample]]] = {
 }
 DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)
 """The sets `load_dataset` reads, in a fixed order."""
+RELEVANCE = "relevance"
+"""Not a set: the `--dataset` name of the relevance bench (`bench.relevance_bench`), which
+reads WikiQA, TREC QA, ExpertQA's ratings and the sets above in its own way."""
 
 
 def load_dataset(

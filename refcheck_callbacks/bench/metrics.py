@@ -165,24 +165,43 @@ def histogram(values: Sequence[float], bins: int = 20) -> list[int]:
     return counts
 
 
-def mean_average_precision(
+def _ranked_questions(
     groups: Sequence[str], relevant: Sequence[bool], scores: Sequence[float]
-) -> float | None:
-    """Answer selection's MAP: per question, the mean precision at each relevant passage's
-    rank (ties broken against the relevant ones), averaged over the questions that have both
-    a relevant and an irrelevant passage (WikiQA's and TREC QA's usual filter)."""
+) -> list[list[bool]]:
+    """Per question with both a relevant and an irrelevant passage (WikiQA's and TREC QA's
+    usual filter), its passages' labels in rank order, ties broken against the relevant ones."""
     by_group: dict[str, list[tuple[float, bool]]] = {}
     for group, label, score in zip(groups, relevant, scores, strict=True):
         by_group.setdefault(group, []).append((score, label))
-    precisions = []
+    ranked = []
     for rows in by_group.values():
         if all(label for _, label in rows) or not any(label for _, label in rows):
             continue
         rows.sort(key=lambda row: (-row[0], row[1]))
+        ranked.append([label for _, label in rows])
+    return ranked
+
+
+def mean_average_precision(
+    groups: Sequence[str], relevant: Sequence[bool], scores: Sequence[float]
+) -> float | None:
+    """Answer selection's MAP: per question, the mean precision at each relevant passage's
+    rank, averaged over the questions `_ranked_questions` keeps (None when none is left)."""
+    precisions = []
+    for labels in _ranked_questions(groups, relevant, scores):
         hits, total = 0, 0.0
-        for rank, (_, label) in enumerate(rows, start=1):
+        for rank, label in enumerate(labels, start=1):
             if label:
                 hits += 1
                 total += hits / rank
         precisions.append(total / hits)
     return sum(precisions) / len(precisions) if precisions else None
+
+
+def mean_reciprocal_rank(
+    groups: Sequence[str], relevant: Sequence[bool], scores: Sequence[float]
+) -> float | None:
+    """Answer selection's MRR: per question, 1 / the rank of its first relevant passage,
+    averaged over the questions `_ranked_questions` keeps (None when none is left)."""
+    ranks = [labels.index(True) + 1 for labels in _ranked_questions(groups, relevant, scores)]
+    return sum(1 / rank for rank in ranks) / len(ranks) if ranks else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from refcheck_callbacks.bench.plots import checker_colour, confusion_plot, histogram_plot, roc_plot
+from refcheck_callbacks.bench.relevance_report import relevance_html, relevance_markdown
 from refcheck_callbacks.bench.results import BenchReport, CheckerScores, DatasetResult
 
 _STYLE = """
@@ -160,7 +161,7 @@ def _rates_lines(report: BenchReport) -> list[str]:
 
 def render_markdown(report: BenchReport) -> str:
     """The summary table as Markdown, one row per (dataset, checker), for docs and PRs; then
-    the estimated hallucination rates."""
+    the estimated hallucination rates; then the relevance bench's tables, when it ran."""
     lines = [
         "| dataset | checker | claims | failed | " + " | ".join(_HEADLINE) + " | claims/s |",
         "|---|---|---:|---:|" + "---:|" * len(_HEADLINE) + "---:|",
@@ -172,7 +173,12 @@ def render_markdown(report: BenchReport) -> str:
                 f"| {result.dataset} | {scores.checker} | {scores.examples} | {scores.failed} "
                 f"| {cells} | {scores.claims_per_second:.1f} |"
             )
-    return "\n".join(lines + _rates_lines(report)) + "\n"
+    if not report.datasets:
+        lines = []
+    lines += _rates_lines(report)
+    if report.relevance is not None:
+        lines += ([""] if lines else []) + relevance_markdown(report.relevance)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def render_html(report: BenchReport) -> str:
@@ -195,5 +201,7 @@ def render_html(report: BenchReport) -> str:
         " Contradiction claims labelled Contradiction. Response-level correlations compare the"
         " share of unsupported claims per response (responses with two or more claims).</p>"
         + (f"<h2>Not loaded</h2><ul>{unavailable}</ul>" if unavailable else "")
-        + f"{sections}</body></html>"
+        + sections
+        + ("" if report.relevance is None else relevance_html(report.relevance))
+        + "</body></html>"
     )

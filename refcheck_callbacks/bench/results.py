@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from refcheck_callbacks.bench.contradictions import ContradictionScores
 from refcheck_callbacks.bench.metrics import LabelScores, RocCurve
+from refcheck_callbacks.bench.relevance_results import RelevanceReport
 
 HISTOGRAM_BINS = 20
 
@@ -91,3 +92,6 @@ class BenchReport(BaseModel):
     datasets: list[DatasetResult]
     unavailable: dict[str, str]
     """Datasets that could not be loaded, and why."""
+    relevance: RelevanceReport | None = None
+    """The relevance bench (`--dataset relevance`, `bench.relevance_bench`); None when it
+    was not asked for."""

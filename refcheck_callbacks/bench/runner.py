@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import sys
 import time
 from collections import defaultdict
@@ -21,10 +20,12 @@ from typing import TextIO
 
 from refcheck_callbacks import __version__
 from refcheck_callbacks.bench import metrics
+from refcheck_callbacks.bench.checking import check_examples, subsample
 from refcheck_callbacks.bench.contradictions import contradiction_scores
 from refcheck_callbacks.bench.data_dir import data_dir
 from refcheck_callbacks.bench.datasets import (
     DATASET_NAMES,
+    RELEVANCE,
     LabelledExample,
     gold_supported,
     load_dataset,
@@ -35,6 +36,7 @@ from refcheck_callbacks.bench.planted_edits import ANY_PREFIX as PLANTED_ANY_PRE
 from refcheck_callbacks.bench.planted_edits import PREFIX as PLANTED_PREFIX
 from refcheck_callbacks.bench.planted_edits import planted_examples
 from refcheck_callbacks.bench.rate_scores import rate_scores
+from refcheck_callbacks.bench.relevance_results import RelevanceReport
 from refcheck_callbacks.bench.report import render_html, render_markdown
 from refcheck_callbacks.bench.results import (
     HISTOGRAM_BINS,
@@ -47,10 +49,9 @@ from refcheck_callbacks.bench.results import (
 )
 from refcheck_callbacks.contract.components import Checker
 from refcheck_callbacks.contract.registry import ConflictSource
-from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT, Pipeline, StageTimeouts
-from refcheck_callbacks.extract.sentences import SentenceExtractor
+from refcheck_callbacks.engine.pipeline import DEFAULT_CONFLICT
 from refcheck_callbacks.support.progress import Progress
-from refcheck_callbacks.types import CheckRequest, Claim, Label, Outcome, Reference, Verdict
+from refcheck_callbacks.types import Label, Verdict
 
 _LABEL_ORDER = (Label.ENTAILMENT, Label.NEUTRAL, Label.CONTRADICTION)
 
@@ -76,72 +77,11 @@ class BenchOutcome:
     results: list[DatasetResult] = field(default_factory=list)
 
 
-def subsample(examples: list[LabelledExample], limit: int, seed: int = 0) -> list[LabelledExample]:
-    """About `limit` examples drawn by whole response (seeded), in their original order.
-
-    The first N lines of a file are often one class or one source; whole responses keep the
-    response-level correlation meaningful.
-    """
-    if len(examples) <= limit:
-        return examples
-    by_unit: dict[str, list[int]] = defaultdict(list)
-    for position, example in enumerate(examples):
-        by_unit[example.response_id or example.example_id].append(position)
-    units = list(by_unit)
-    random.Random(seed).shuffle(units)
-    chosen: list[int] = []
-    for unit in units:
-        if len(chosen) >= limit:
-            break
-        chosen.extend(by_unit[unit])
-    return [examples[i] for i in sorted(chosen)]
-
-
 def support_score(verdict: Verdict) -> float:
     """P(Entailment) when the checker gives probabilities, else derived from its confidence."""
     if verdict.probabilities is not None and Label.ENTAILMENT in verdict.probabilities:
         return verdict.probabilities[Label.ENTAILMENT]
     return verdict.confidence if verdict.label is Label.ENTAILMENT else 1.0 - verdict.confidence
-
-
-async def check_examples(
-    checker: Checker,
-    examples: Sequence[LabelledExample],
-    batch_size: int,
-    progress: Progress,
-    conflict: ConflictSource = DEFAULT_CONFLICT,
-) -> list[Verdict | None]:
-    """One verdict per example (None where the checker failed), in order.
-
-    Examples of a batch that share their references become one request with several claims,
-    as the claims of one answer would: a checker then reads each document once.
-    """
-    pipeline = Pipeline(
-        SentenceExtractor(), checker, timeouts=StageTimeouts(check=3600.0), conflict=conflict
-    )
-    verdicts: list[Verdict | None] = []
-    for start in range(0, len(examples), batch_size):
-        batch = examples[start : start + batch_size]
-        members: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        for position, example in enumerate(batch):
-            members[tuple(example.references)].append(position)
-        requests = [
-            CheckRequest(
-                answer=" ".join(batch[p].claim for p in positions),
-                claims=[Claim(text=batch[p].claim) for p in positions],
-                references=[Reference(text=t, id=str(i)) for i, t in enumerate(references)],
-            )
-            for references, positions in members.items()
-        ]
-        found: list[Verdict | None] = [None] * len(batch)
-        results = await pipeline.run(requests)
-        for positions, result in zip(members.values(), results, strict=True):
-            if result.outcome in (Outcome.CHECKED, Outcome.PARTIAL):
-                for position, verdict in zip(positions, result.verdicts, strict=True):
-                    found[position] = verdict if verdict.label is not None else None
-        verdicts.extend(found)
-        progress.advance(len(batch))
-    return verdicts
 
 
 def _three_way(pairs: list[tuple[LabelledExample, Verdict]]) -> ThreeWayScores | None:
@@ -245,7 +185,7 @@ def score(
 def _dataset_names(requested: Sequence[str]) -> list[str]:
     # `all` also names the set that cannot be checked, so the report says why it is missing.
     every = [*DATASET_NAMES, "refchecker_annotations"] if "all" in requested else []
-    expanded = {"all"}
+    expanded = {"all", RELEVANCE}  # the relevance bench is not a claim set: run apart
     for prefix in (PLANTED_PREFIX, PLANTED_ANY_PREFIX):
         if f"{prefix}all" in requested:
             every += [f"{prefix}{name}" for name in DATASET_NAMES]
@@ -305,7 +245,8 @@ async def _score_all(
     checkers: dict[str, Checker],
     loaded: dict[str, list[LabelledExample]],
     predictions: TextIO,
-) -> list[DatasetResult]:
+) -> tuple[list[DatasetResult], RelevanceReport | None]:
+    """Every checker on every loaded set; then the relevance bench, when asked for."""
     results = []
     for name, examples in loaded.items():
         scored = []
@@ -320,19 +261,27 @@ async def _score_all(
             for row in prediction_rows(spec, examples, verdicts):
                 predictions.write(json.dumps(row, ensure_ascii=False) + "\n")
         results.append(DatasetResult(dataset=name, examples=len(examples), checkers=scored))
-    return results
+    if RELEVANCE not in options.datasets:
+        return results, None
+    from refcheck_callbacks.bench.relevance_bench import relevance_report
+
+    relevance = await relevance_report(
+        checkers, options.limit, options.seed, options.path, options.conflict, options.progress
+    )
+    return results, relevance
 
 
 def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutcome:
-    """Score every checker on every dataset that loads; write bench.json, bench.html, bench.md
-    and predictions.jsonl (every example's gold and predicted label)."""
+    """Score every checker on every dataset that loads, and run the relevance bench when
+    `relevance` is among the datasets; write bench.json, bench.html, bench.md and
+    predictions.jsonl (every example's gold and predicted label)."""
     unavailable: dict[str, str] = {}
     options.output_dir.mkdir(parents=True, exist_ok=True)
     loaded = load_sets(options, unavailable)
     with (options.output_dir / "predictions.jsonl").open("w", encoding="utf-8") as predictions:
         # One event loop for the whole run: async checkers (LLM clients) may keep
         # connections that belong to the loop they were first used on.
-        results = asyncio.run(_score_all(options, checkers, loaded, predictions))
+        results, relevance = asyncio.run(_score_all(options, checkers, loaded, predictions))
     report = BenchReport(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         version=__version__,
@@ -340,6 +289,7 @@ def run_bench(options: BenchOptions, checkers: dict[str, Checker]) -> BenchOutco
         limit=options.limit,
         datasets=results,
         unavailable=unavailable,
+        relevance=relevance,
     )
     json_path = options.output_dir / "bench.json"
     html_path = options.output_dir / "bench.html"

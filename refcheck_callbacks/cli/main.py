@@ -218,7 +218,9 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         'a JSON list of {"claim", "references", "label" and/or "supported", "response_id"?}), '
         "or planted:NAME / planted:all for a set's supported claims with one stated figure, "
         "date or name changed, beside the unchanged originals (planted-any: also edits facts "
-        "stated only in unrelated sentences)",
+        "stated only in unrelated sentences), or relevance for the relevance bench (the "
+        "relevance head beside the static cosine on WikiQA / TREC QA / ExpertQA, and the "
+        "cause probes; prints its tables; docs/bench.md)",
     )  # fmt: skip
     parser.add_argument(
         "--path", type=Path, default=None,
@@ -231,7 +233,8 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )  # fmt: skip
     parser.add_argument(
         "--limit", type=int, default=None,
-        help="at most this many examples per dataset (a deterministic subset)",
+        help="at most this many examples per dataset (a deterministic subset); for the "
+        "relevance bench, questions per split and items per probe (default there: 250)",
     )  # fmt: skip
     parser.add_argument(
         "--output-dir", type=Path, default=Path("bench-results"),
@@ -390,8 +393,13 @@ def _run_bench(args: argparse.Namespace) -> int:
         outcome = run_bench(options, checkers)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
-    if not outcome.results:
+    relevance = outcome.report.relevance
+    if not outcome.results and relevance is None:
         return _fail("no dataset could be loaded; see the messages above", EXIT_FAILED)
+    if relevance is not None:
+        from refcheck_callbacks.bench.relevance_report import relevance_markdown
+
+        print("\n".join(relevance_markdown(relevance)))
     print(
         f"refcheck: wrote {outcome.json_path}, {outcome.html_path}, bench.md and predictions.jsonl",
         file=sys.stderr,

@@ -112,3 +112,49 @@ def test_histogram_bins_cover_zero_to_one_inclusive() -> None:
     assert metrics.histogram([0.0, 0.04, 0.05, 0.5, 0.99, 1.0], bins=20) == [
         2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2,
     ]  # fmt: skip
+
+
+def _ranked_questions(seed: int) -> tuple[list[str], list[bool], list[float]]:
+    rng = random.Random(seed)
+    groups, relevant, scores = [], [], []
+    for question in range(40):
+        size = rng.randint(2, 9)
+        labels = [rng.random() < 0.3 for _ in range(size)]
+        groups += [f"q{question}"] * size
+        relevant += labels
+        scores += [rng.random() + (0.4 if label else 0.0) for label in labels]
+    return groups, relevant, scores
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_map_and_mrr_match_scikit_learn_per_question(seed: int) -> None:
+    groups, relevant, scores = _ranked_questions(seed)
+    precisions, reciprocal = [], []
+    for question in dict.fromkeys(groups):
+        labels = [r for g, r in zip(groups, relevant, strict=True) if g == question]
+        values = [s for g, s in zip(groups, scores, strict=True) if g == question]
+        if any(labels) and not all(labels):
+            precisions.append(skm.average_precision_score(labels, values))
+            # The best-ranked relevant passage: one query's label ranking precision at its rank.
+            best = max(v for v, label in zip(values, labels, strict=True) if label)
+            reciprocal.append(skm.label_ranking_average_precision_score(
+                [[v == best for v in values]], [values]
+            ))  # fmt: skip
+    assert metrics.mean_average_precision(groups, relevant, scores) == pytest.approx(
+        sum(precisions) / len(precisions)
+    )
+    assert metrics.mean_reciprocal_rank(groups, relevant, scores) == pytest.approx(
+        sum(reciprocal) / len(reciprocal)
+    )
+
+
+def test_mrr_by_hand() -> None:
+    groups = ["a", "a", "a", "b", "b", "c", "d", "d"]
+    relevant = [False, True, True, True, False, True, False, True]
+    scores = [0.9, 0.5, 0.1, 0.8, 0.2, 0.3, 0.4, 0.4]
+    # a: first relevant at rank 2; b: rank 1; c: no negative, left out; d: a tie goes against
+    # the relevant passage (rank 2).
+    assert metrics.mean_reciprocal_rank(groups, relevant, scores) == pytest.approx(
+        (1 / 2 + 1 + 1 / 2) / 3
+    )
+    assert metrics.mean_reciprocal_rank(["a"], [True], [0.5]) is None
