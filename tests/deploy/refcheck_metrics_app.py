@@ -57,6 +57,7 @@ from refcheck_callbacks.check.calibration.rates import RateFit, RateName
 from refcheck_callbacks.check.cascade import CascadeChecker, CascadeStage
 from refcheck_callbacks.check.conflict.stated_facts import StatedFactFinder
 from refcheck_callbacks.check.embedded.checker import EmbeddedChecker
+from refcheck_callbacks.check.relevance.llm_relevance import LLMRelevance
 from refcheck_callbacks.contract.reasons import ForwardReason, IgnoreReason, RejectReason, Tally
 from refcheck_callbacks.integrations.otlp.collector import TraceCollector
 
@@ -218,6 +219,19 @@ def main(port: int, feedback_file: str) -> None:
         checker=CascadeChecker([CascadeStage(QuickChecker(), threshold=0.9), checker]),
         on_result=[totals],
     )
+    # An LLM relevance judge nobody answers (port 9, closed): its fallbacks reach the metrics.
+    unanswered = RefCheckMonitor(
+        checker=checker,
+        on_result=[totals],
+        relevance=LLMRelevance("openai/relevance", "http://127.0.0.1:9/v1", "unused"),
+    )
+    unanswered.submit(
+        answer="Fact number 1 is supported by the record.",
+        references=["The record lists every fact."],
+        question=QUESTION,
+        trace_context=None,
+    )
+    unanswered.flush(30)
     rng = random.Random(7)
     submitted = 0
     print(json.dumps({"ready": True, "port": server.server_port}), flush=True)
